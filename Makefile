@@ -1,0 +1,38 @@
+# Two commands on a fresh machine: `make demo` (the main job, offline, CPU) and `make test`.
+# Both create .venv on first use. torch is installed first, pinned, so that no dependency can
+# pull a multi-GB CUDA build on a CPU machine; set TORCH=... to choose another build.
+
+PYTHON ?= python3
+VENV ?= .venv
+TORCH ?= torch==2.13.0
+BIN := $(VENV)/bin
+
+.PHONY: demo test test-slow lint format clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH)"
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/tool-envs demo
+
+test: $(VENV)/.installed
+	$(BIN)/ruff check tool_envs tests recipes benchmarks datasets
+	$(BIN)/python -m pytest -q
+
+test-slow: $(VENV)/.installed
+	$(BIN)/python -m pytest -q -m slow
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check tool_envs tests recipes benchmarks datasets
+	$(BIN)/ruff format --check tool_envs tests recipes benchmarks datasets
+
+format: $(VENV)/.installed
+	$(BIN)/ruff check --fix tool_envs tests recipes benchmarks datasets
+	$(BIN)/ruff format tool_envs tests recipes benchmarks datasets
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,226 @@
+"""The ToolEnv contract (see ToolEnv's docstring), exercised through the Calculator env."""
+
+import copy
+
+import gymnasium as gym
+import pytest
+from gymnasium.error import InvalidAction, ResetNeeded
+
+import tool_envs
+from tool_envs.calculator import generate_splits
+from tool_envs.errors import EnvConfigError, TaskRowError
+
+gym.register_envs(tool_envs)
+ENV_ID = "tool_envs/Calculator-v0"
+TASK = generate_splits({"t": 1}, seed=5)["t"][0]
+
+
+def call(name, **arguments):
+    import json
+
+    return f'<tool_call>{{"name": "{name}", "arguments": {json.dumps(arguments)}}}</tool_call>'
+
+
+@pytest.fixture
+def env():
+    environment = gym.make(ENV_ID)
+    yield environment
+    environment.close()
+
+
+def test_reset_returns_the_task_prompt_and_tools(env):
+    observation, info = env.reset(options={"task": TASK})
+    assert observation == TASK["prompt"]
+    assert env.unwrapped.messages == TASK["prompt"]
+    assert [t["function"]["name"] for t in env.unwrapped.tools] == [
+        "add",
+        "subtract",
+        "multiply",
+        "divide",
+    ]
+    assert info == {"turn": 0, "task_id": TASK["extra_info"]["id"], "task_index": None}
+
+
+def test_a_tool_call_turn_adds_assistant_and_tool_messages(env):
+    env.reset(options={"task": TASK})
+    observation, reward, terminated, truncated, info = env.step(
+        "Let me add.\n" + call("add", a=2, b=3) + call("multiply", a=2, b=3)
+    )
+    assert observation == [
+        {"role": "tool", "content": "5", "tool_call_id": "call_1_0", "name": "add"},
+        {"role": "tool", "content": "6", "tool_call_id": "call_1_1", "name": "multiply"},
+    ]
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    assistant = env.unwrapped.messages[-3]
+    assert assistant == {
+        "role": "assistant",
+        "content": "Let me add.",
+        "tool_calls": [
+            {
+                "id": "call_1_0",
+                "type": "function",
+                "function": {"name": "add", "arguments": {"a": 2, "b": 3}},
+            },
+            {
+                "id": "call_1_1",
+                "type": "function",
+                "function": {"name": "multiply", "arguments": {"a": 2, "b": 3}},
+            },
+        ],
+    }
+    assert info["tool_calls"] == [
+        {"id": "call_1_0", "name": "add", "arguments": {"a": 2, "b": 3}},
+        {"id": "call_1_1", "name": "multiply", "arguments": {"a": 2, "b": 3}},
+    ]
+    assert info["parse_error"] is None and info["tool_errors"] == [] and info["reward_info"] is None
+    assert info["stats"] == {
+        "tool_calls": 2,
+        "tool_errors": 0,
+        "parse_errors": 0,
+        "empty_responses": 0,
+    }
+
+
+@pytest.mark.parametrize(
+    ("action", "expected_content", "counter"),
+    [
+        (
+            '<tool_call>{"name": "add", "arguments": {"a": 1,}}</tool_call>',
+            "Error: could not parse",
+            "parse_errors",
+        ),
+        (call("sum", a=1, b=2), "Error: unknown tool 'sum'", "tool_errors"),
+        (call("add", a="1"), "Error: invalid arguments for add", "tool_errors"),
+        (call("divide", a=1, b=0), "Error: cannot divide by zero", "tool_errors"),
+    ],
+)
+def test_model_mistakes_become_error_observations(env, action, expected_content, counter):
+    env.reset(options={"task": TASK})
+    observation, reward, terminated, _, info = env.step(action)
+    assert len(observation) == 1 and observation[0]["role"] == "tool"
+    assert observation[0]["content"].startswith(expected_content)
+    assert not terminated and reward == 0.0
+    assert info["stats"][counter] == 1
+    if counter == "parse_errors":
+        assert info["parse_error"] and info["tool_calls"] == []
+        # The malformed attempt stays visible, so the error refers to something the model sees.
+        assert env.unwrapped.messages[-2] == {"role": "assistant", "content": action}
+    else:
+        assert info["tool_errors"] and info["parse_error"] is None
+
+
+def test_final_answer_terminates_with_reward_info(env):
+    env.reset(options={"task": TASK})
+    gold = TASK["reward_spec"]["gold_calls"][0]
+    env.step(call(gold["name"], **gold["arguments"]))
+    observation, reward, terminated, truncated, info = env.step(
+        f"It is {TASK['reward_spec']['answer']}."
+    )
+    # The task may need more calls than one; the answer alone decides correctness.
+    assert observation == [] and terminated and not truncated
+    assert reward == 1.0
+    assert info["reward_info"]["reason"] == "correct answer"
+    with pytest.raises(ResetNeeded):
+        env.step("again")
+
+
+def test_native_tool_calls_from_a_chat_api(env):
+    env.reset(options={"task": TASK})
+    action = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "abc",
+                "type": "function",
+                "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'},
+            },
+            {"id": "bad", "type": "function", "function": {"name": "add", "arguments": "{oops"}},
+            {"id": "lst", "type": "function", "function": {"name": "add", "arguments": "[1, 2]"}},
+        ],
+    }
+    observation, _, _, _, info = env.step(action)
+    assert observation[0]["tool_call_id"] == "bad" and "not valid JSON" in observation[0]["content"]
+    assert (
+        observation[1]["tool_call_id"] == "lst"
+        and "must be a JSON object" in observation[1]["content"]
+    )
+    assert observation[2] == {"role": "tool", "content": "3", "tool_call_id": "abc", "name": "add"}
+    assert info["stats"]["parse_errors"] == 2 and info["stats"]["tool_calls"] == 1
+    # Every call id in the assistant message is answered by a tool message (OpenAI APIs need it).
+    assistant = env.unwrapped.messages[-4]
+    assert sorted(c["id"] for c in assistant["tool_calls"]) == sorted(
+        m["tool_call_id"] for m in observation
+    )
+
+
+def test_empty_reply_is_counted_and_handled_by_env_rules(env):
+    env.reset(options={"task": TASK})
+    _, reward, terminated, _, info = env.step("")
+    assert terminated and reward == 0.0
+    assert info["stats"]["empty_responses"] == 1
+    assert info["reward_info"]["reason"] == "no number in the final answer"
+
+
+def test_turn_limit_is_gymnasiums_time_limit():
+    env = gym.make(ENV_ID, max_episode_steps=2)
+    env.reset(options={"task": TASK})
+    assert not env.step(call("add", a=1, b=1))[3]
+    _, reward, terminated, truncated, _ = env.step(call("add", a=1, b=1))
+    assert truncated and not terminated and reward == 0.0
+
+
+def test_caller_mistakes_raise_clear_errors(env):
+    with pytest.raises(ResetNeeded, match=r"reset\(\)"):
+        env.step("hi")
+    with pytest.raises(ResetNeeded, match="call reset"):
+        env.unwrapped.step("hi")
+    env.reset(options={"task": TASK})
+    with pytest.raises(InvalidAction, match="raw text"):
+        env.step(42)
+    with pytest.raises(InvalidAction, match="role 'user'"):
+        env.step({"role": "user", "content": "hi"})
+    with pytest.raises(EnvConfigError, match="unknown reset options"):
+        env.reset(options={"tsk": TASK})
+    other = copy.deepcopy(TASK) | {"env_id": "tool_envs/TauRetail-v0"}
+    with pytest.raises(EnvConfigError, match="is for 'tool_envs/TauRetail-v0'"):
+        env.reset(options={"task": other})
+    broken = copy.deepcopy(TASK)
+    broken["reward_spec"] = {"gold_calls": []}
+    with pytest.raises(TaskRowError, match=r"reward_spec\.answer"):
+        env.reset(options={"task": broken})
+    with pytest.warns(UserWarning, match="render"), pytest.raises(EnvConfigError, match="ansi"):
+        gym.make(ENV_ID, render_mode="human")
+    with pytest.raises(EnvConfigError, match=r"(?i)parser"):
+        gym.make(ENV_ID, parser="nonsense")
+
+
+def test_observations_and_messages_are_copies(env):
+    observation, _ = env.reset(options={"task": TASK})
+    observation[0]["content"] = "tampered"
+    env.unwrapped.messages[0]["content"] = "tampered"
+    assert env.unwrapped.messages[0]["content"] == TASK["prompt"][0]["content"]
+
+
+def test_render_ansi_shows_the_conversation():
+    env = gym.make(ENV_ID, render_mode="ansi")
+    env.reset(options={"task": TASK})
+    env.step(call("add", a=2, b=3))
+    text = env.render()
+    assert "[user] " + TASK["prompt"][1]["content"] in text
+    assert "-> add({'a': 2, 'b': 3})" in text and "[tool add] 5" in text
+
+
+def test_tasks_kwarg_and_seeded_draws():
+    rows = generate_splits({"x": 5}, seed=9)["x"]
+    env = gym.make(ENV_ID, tasks=rows)
+    ids = {env.reset(seed=s)[1]["task_id"] for s in range(30)}
+    assert ids <= {r["extra_info"]["id"] for r in rows} and len(ids) > 1
+    assert env.reset(seed=4)[0] == env.reset(seed=4)[0]
+
+
+def test_task_set_with_rows_of_another_env_is_rejected():
+    rows = [copy.deepcopy(TASK) | {"env_id": "tool_envs/Other-v0"}]
+    env = gym.make(ENV_ID, tasks=rows)
+    with pytest.raises(EnvConfigError, match="tool_envs/Other-v0"):
+        env.reset(seed=0)

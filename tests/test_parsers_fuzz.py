@@ -1,0 +1,138 @@
+"""Fuzz tests: no parser raises on any string, and results always have the documented types."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tool_envs.core.parsers import PARSERS, ParseError, ParseResult, ToolCall, get_parser
+
+FRAGMENTS = [
+    "<tool_call>",
+    "</tool_call>",
+    "<|python_tag|>",
+    "{",
+    "}",
+    "[",
+    "]",
+    '"name"',
+    '"arguments"',
+    '"parameters"',
+    '"tool_calls"',
+    '"function"',
+    '"id"',
+    ":",
+    ",",
+    '"add"',
+    "1",
+    "-2.5e3",
+    "null",
+    "true",
+    "Thought:",
+    "Action:",
+    "Action Input:",
+    "Observation:",
+    "Final Answer:",
+    "```json",
+    "```python",
+    "```",
+    "add",
+    "functions.",
+    "(",
+    ")",
+    "=",
+    "a",
+    "**",
+    "...",
+    '"',
+    "'",
+    "\\",
+    '\\"',
+    "\n",
+    " ",
+    "\t",
+    "é",
+    "\x00",
+    "\ud7ff",
+]
+
+fragment_text = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
+call_text = st.builds(
+    lambda pre, name, args, post: f'{pre}<tool_call>{{"name": {name}, "arguments": {args}}}{post}',
+    fragment_text,
+    st.sampled_from(['"add"', '""', "1", "null", '"a\\"b"']),
+    st.sampled_from(["{}", '{"a": 1}', '"{\\"a\\": 1}"', "[1]", '"x"', "{"]),
+    fragment_text,
+)
+TOOL_NAMES = st.none() | st.just(frozenset({"add", "a", "search"}))
+PARSER_NAMES = sorted(PARSERS)
+INTERNAL_ERROR = "could not be parsed ("  # BaseParser's catch-all: reaching it means a bug
+
+
+def check(result: object, where: str) -> None:
+    assert isinstance(result, ParseResult), where
+    assert isinstance(result.content, str), where
+    assert isinstance(result.tool_calls, tuple), where
+    for call in result.tool_calls:
+        assert isinstance(call, ToolCall), where
+        assert isinstance(call.name, str) and call.name, where
+        assert isinstance(call.arguments, dict), where
+        assert call.id is None or isinstance(call.id, str), where
+    if result.error is not None:
+        assert isinstance(result.error, ParseError), where
+        assert isinstance(result.error.message, str) and result.error.message, where
+        assert INTERNAL_ERROR not in result.error.message, (where, result.error)
+        assert len(result.error.snippet) <= 210, where
+
+
+def check_all(text: str, tool_names: frozenset[str] | None = None) -> None:
+    """Run every registered parser on one input; one example exercises all of them."""
+    for name in PARSER_NAMES:
+        check(get_parser(name).parse(text, tool_names=tool_names), f"parser {name!r}")
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(), tool_names=TOOL_NAMES)
+def test_arbitrary_unicode_never_raises(text, tool_names):
+    check_all(text, tool_names)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=fragment_text, tool_names=TOOL_NAMES)
+def test_stress_fragments_never_raise(text, tool_names):
+    check_all(text, tool_names)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=call_text, tool_names=TOOL_NAMES)
+def test_near_miss_calls_never_raise(text, tool_names):
+    check_all(text, tool_names)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 5000,
+        "{" * 5000,
+        '<tool_call>{"name": "a", "arguments": ' + "[" * 5000 + "]" * 5000 + "}</tool_call>",
+        "add(a=" + "[" * 2000 + "]" * 2000 + ")",
+        "add(a=" + "9" * 5000 + ")",
+        '{"name": "a", "arguments": {"x": ' + "9" * 5000 + "}}",
+        "```python\n" + "(" * 500 + ")" * 500 + "\n```",
+        "Action: add\nAction Input: " + "[" * 5000,
+    ],
+    ids=[
+        "deep-list",
+        "deep-obj",
+        "deep-hermes",
+        "deep-python",
+        "bigint-py",
+        "bigint-json",
+        "parens",
+        "deep-react",
+    ],
+)
+@pytest.mark.parametrize("tool_names", [None, frozenset({"add"})])
+def test_pathological_inputs_never_raise(text, tool_names):
+    check_all(text, tool_names)

@@ -1,0 +1,108 @@
+"""Hermes / Qwen tool calls: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``.
+
+The JSON is decoded with ``raw_decode`` from the opening tag, never cut at the first closing tag,
+so a string value may contain ``</tool_call>`` without ending the call early.
+"""
+
+from __future__ import annotations
+
+from tool_envs.core.parsers._common import (
+    CALL_SHAPE,
+    BaseParser,
+    call_from_object,
+    decode_prefix,
+    finish,
+    remove_spans,
+    skip_ws,
+    snippet,
+)
+from tool_envs.core.parsers.base import ParseError, ParseResult, ToolCall
+
+OPEN_TAG = "<tool_call>"
+CLOSE_TAG = "</tool_call>"
+_SHAPE = f"<tool_call>{CALL_SHAPE}</tool_call>"
+
+
+def _skip_fence_open(text: str, pos: int) -> int:
+    """Skip a ```json line some models put inside the tag."""
+    if text.startswith("```", pos):
+        newline = text.find("\n", pos)
+        return len(text) if newline < 0 else skip_ws(text, newline + 1)
+    return pos
+
+
+def _skip_fence_close(text: str, pos: int) -> int:
+    if text.startswith("```", pos):
+        return skip_ws(text, pos + 3)
+    return pos
+
+
+class HermesParser(BaseParser):
+    """Parses ``<tool_call>`` JSON blocks (Hermes, Qwen 2.5/3 chat templates)."""
+
+    name = "hermes"
+
+    def detect(self, text: str, tool_names: frozenset[str] | None) -> ParseResult | None:
+        if OPEN_TAG not in text:
+            return None
+        calls: list[ToolCall] = []
+        errors: list[ParseError] = []
+        spans: list[tuple[int, int]] = []
+        pos = 0
+        while True:
+            start = text.find(OPEN_TAG, pos)
+            if start < 0:
+                break
+            end = self._one_block(text, start, calls, errors)
+            spans.append((start, end))
+            pos = max(end, start + len(OPEN_TAG))
+        return finish(remove_spans(text, spans), calls, errors)
+
+    def _one_block(
+        self, text: str, start: int, calls: list[ToolCall], errors: list[ParseError]
+    ) -> int:
+        """Parse the block opened at ``start``; return where the block (and its markup) ends."""
+        body = _skip_fence_open(text, skip_ws(text, start + len(OPEN_TAG)))
+        first_close = text.find(CLOSE_TAG, body)
+        block_end = len(text) if first_close < 0 else first_close + len(CLOSE_TAG)
+
+        def fail(message: str, end: int) -> int:
+            errors.append(ParseError(self.name, message, snippet(text[start:end])))
+            return end
+
+        if body >= len(text) or text.startswith(CLOSE_TAG, body):
+            return fail(f"Empty <tool_call> block; write {_SHAPE}.", block_end)
+        decoded = decode_prefix(text, body)
+        if not decoded.ok:
+            where = "" if first_close >= 0 else " (and no closing </tool_call> tag)"
+            return fail(
+                f"Invalid JSON in <tool_call>{where}: {decoded.message}. Write {_SHAPE}.",
+                block_end,
+            )
+        after = _skip_fence_close(text, skip_ws(text, decoded.end))
+        if text.startswith(CLOSE_TAG, after):
+            end = after + len(CLOSE_TAG)
+        elif after >= len(text) or text.startswith(OPEN_TAG, after):
+            end = after  # unclosed tag: generation stopped right after a complete call
+        else:
+            close = text.find(CLOSE_TAG, after)
+            if close >= 0:
+                extra = text[after:close].strip()[:40]
+                return fail(
+                    f"Unexpected text after the JSON object in <tool_call>: {extra!r}. "
+                    f"Write {_SHAPE}.",
+                    close + len(CLOSE_TAG),
+                )
+            end = decoded.end  # unclosed, then prose: keep the prose as content
+
+        items = decoded.value if isinstance(decoded.value, list) else [decoded.value]
+        if not items:
+            return fail(f"Empty list in <tool_call>; write {_SHAPE}.", end)
+        source = text[start:end]
+        for item in items:
+            result = call_from_object(item, self.name, source)
+            if isinstance(result, ToolCall):
+                calls.append(result)
+            else:
+                errors.append(result)
+        return end

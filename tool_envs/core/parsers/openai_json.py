@@ -1,0 +1,120 @@
+"""OpenAI-style JSON: ``{"tool_calls": [{"id": ..., "function": {"name", "arguments"}}]}``.
+
+Models that imitate the OpenAI API response write this object as the whole message or inside a
+```json block. ``arguments`` may be an object or (as the API itself sends it) a JSON string.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tool_envs.core.parsers._common import (
+    BaseParser,
+    JSONCandidate,
+    call_from_object,
+    call_id,
+    describe,
+    finish,
+    json_candidates,
+    remove_spans,
+    snippet,
+)
+from tool_envs.core.parsers.base import ParseError, ParseResult, ToolCall
+
+OPENAI_SHAPE = (
+    '{"tool_calls": [{"id": <optional id>, "type": "function", '
+    '"function": {"name": <tool name>, "arguments": {...}}}]}'
+)
+_ITEM_SHAPE = '{"type": "function", "function": {"name": <tool name>, "arguments": {...}}}'
+
+
+def _is_attempt(candidate: JSONCandidate) -> bool:
+    """Whether this candidate is (or clearly tried to be) an object with a "tool_calls" key."""
+    if candidate.decoded.ok:
+        return isinstance(candidate.decoded.value, dict) and "tool_calls" in candidate.decoded.value
+    body = candidate.body.lstrip()
+    return body.startswith("{") and '"tool_calls"' in body
+
+
+class OpenAIJSONParser(BaseParser):
+    """Parses an OpenAI ``tool_calls`` object, bare or in a fenced block; keeps call ids."""
+
+    name = "openai"
+
+    def detect(self, text: str, tool_names: frozenset[str] | None) -> ParseResult | None:
+        calls: list[ToolCall] = []
+        errors: list[ParseError] = []
+        spans: list[tuple[int, int]] = []
+        inner_content: list[str] = []
+        for candidate in json_candidates(text):
+            if not _is_attempt(candidate):
+                continue
+            if any(s < candidate.span[1] and candidate.span[0] < e for s, e in spans):
+                continue  # a fence inside the whole-message JSON already handled
+            spans.append(candidate.span)
+            if not candidate.decoded.ok:
+                errors.append(
+                    ParseError(
+                        self.name,
+                        f"Invalid JSON in the tool_calls object: {candidate.decoded.message}. "
+                        f"Write {OPENAI_SHAPE}.",
+                        snippet(candidate.body),
+                    )
+                )
+                continue
+            obj = candidate.decoded.value
+            content = obj.get("content")
+            if isinstance(content, str) and content.strip():
+                inner_content.append(content.strip())
+            self._items(obj["tool_calls"], candidate.body, calls, errors)
+        if not spans:
+            return None
+        outside = remove_spans(text, spans)
+        content = "\n\n".join(part for part in [outside, *inner_content] if part)
+        return finish(content, calls, errors)
+
+    def _items(
+        self, tool_calls: Any, source: str, calls: list[ToolCall], errors: list[ParseError]
+    ) -> None:
+        if isinstance(tool_calls, dict):
+            tool_calls = [tool_calls]
+        if not isinstance(tool_calls, list):
+            errors.append(
+                ParseError(
+                    self.name,
+                    f'"tool_calls" must be a list like {OPENAI_SHAPE}; '
+                    f"it was {describe(tool_calls)}",
+                    snippet(source),
+                )
+            )
+            return
+        for item in tool_calls:
+            if not isinstance(item, dict):
+                errors.append(
+                    ParseError(
+                        self.name,
+                        f'Each item of "tool_calls" must be {_ITEM_SHAPE}; got {describe(item)}',
+                        snippet(source),
+                    )
+                )
+                continue
+            function = item.get("function")
+            if function is None and "name" in item:
+                function = item  # flat {"name", "arguments"} items: accept them too
+            if not isinstance(function, dict):
+                errors.append(
+                    ParseError(
+                        self.name,
+                        f'Each item of "tool_calls" must be {_ITEM_SHAPE}; '
+                        f'"function" was {describe(function)}',
+                        snippet(source),
+                    )
+                )
+                continue
+            result = call_from_object(
+                function, self.name, source, shape=_ITEM_SHAPE, id_=call_id(item.get("id"))
+            )
+            if isinstance(result, ToolCall):
+                calls.append(result)
+            else:
+                errors.append(result)

@@ -1,0 +1,59 @@
+"""Exceptions raised by tool_envs.
+
+Only mistakes of the *caller* raise. What a model writes never raises out of ``env.step``: it
+becomes an error observation and a counter in ``info``.
+
+    ToolEnvsError
+    ├── TaskRowError          (also ValueError)  a task row is malformed
+    ├── ToolDefinitionError   (also TypeError)   a Python function cannot become a tool
+    ├── EnvConfigError        (also ValueError)  an env was built with bad arguments
+    └── MissingDependencyError (also ImportError) an optional extra is not installed
+"""
+
+from __future__ import annotations
+
+
+class ToolEnvsError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class TaskRowError(ToolEnvsError, ValueError):
+    """Raised when a task row does not follow the row schema.
+
+    The message names the row (index or id) and the field, so a bad row in a dataset of
+    thousands can be found and fixed.
+    """
+
+    def __init__(self, message: str, *, index: int | None = None, field: str | None = None):
+        self.index = index
+        self.field = field
+        where = []
+        if index is not None:
+            where.append(f"row {index}")
+        if field is not None:
+            where.append(f"field '{field}'")
+        prefix = f"{', '.join(where)}: " if where else ""
+        super().__init__(prefix + message)
+
+
+class ToolDefinitionError(ToolEnvsError, TypeError):
+    """Raised when a function cannot be turned into a tool (no type hints, no docstring, ...)."""
+
+
+class EnvConfigError(ToolEnvsError, ValueError):
+    """Raised when an environment is constructed or reset with arguments it cannot use."""
+
+
+class MissingDependencyError(ToolEnvsError, ImportError):
+    """Raised when a feature needs an optional extra that is not installed.
+
+    The message names the ``pip install`` command that fixes it.
+    """
+
+    def __init__(self, package: str, extra: str, feature: str):
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the '{package}' package. Install it with "
+            f"`pip install 'tool-envs[{extra}]'`."
+        )

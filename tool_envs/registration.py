@@ -1,0 +1,58 @@
+"""The registry of tool_envs environments.
+
+Importing :mod:`tool_envs` registers every env below with Gymnasium; entry points are strings,
+so an env's module (and its dependencies) is imported only when the env is made.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    """One registered environment.
+
+    Attributes:
+        id: Versioned id ``tool_envs/Name-vN``; bump N when tools, dynamics or reward change.
+        entry_point: ``"module:Class"``, imported lazily by ``gymnasium.make``.
+        description: One line for ``tool_envs.list_envs()`` and ``tool-envs list``.
+        max_episode_steps: Assistant turns before ``TimeLimit`` truncates the episode.
+        kwargs: Default constructor arguments.
+    """
+
+    id: str
+    entry_point: str
+    description: str
+    max_episode_steps: int
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+ENVS: tuple[EnvEntry, ...] = (
+    EnvEntry(
+        id="tool_envs/Calculator-v0",
+        entry_point="tool_envs.calculator.env:CalculatorEnv",
+        description="Arithmetic questions answered with add/subtract/multiply/divide tools.",
+        max_episode_steps=8,
+    ),
+)
+
+
+def register_envs() -> None:
+    """Register every env in :data:`ENVS` with Gymnasium (idempotent)."""
+    for entry in ENVS:
+        if entry.id not in gym.registry:
+            gym.register(
+                id=entry.id,
+                entry_point=entry.entry_point,
+                max_episode_steps=entry.max_episode_steps,
+                kwargs=dict(entry.kwargs),
+            )
+
+
+def list_envs() -> dict[str, str]:
+    """Registered env ids with a one-line description each."""
+    return {entry.id: entry.description for entry in ENVS}
