@@ -20,19 +20,19 @@ demo: $(VENV)/.installed
 	$(BIN)/tool-envs demo
 
 test: $(VENV)/.installed
-	$(BIN)/ruff check.
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 test-slow: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m slow
 
 lint: $(VENV)/.installed
-	$(BIN)/ruff check.
-	$(BIN)/ruff format --check.
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 format: $(VENV)/.installed
-	$(BIN)/ruff check --fix.
-	$(BIN)/ruff format.
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
