@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -223,6 +223,20 @@ def json_candidates(text: str) -> Iterator[JSONCandidate]:
         yield JSONCandidate((start, end), text[start:end], decoded, fenced=False)
     for fence in find_fences(text, ("", "json", "json5", "jsonc")):
         yield JSONCandidate((fence.start, fence.end), fence.body, decode_whole(fence.body), True)
+
+
+def claimed_candidates(
+    text: str, is_attempt: Callable[[JSONCandidate], bool]
+) -> list[JSONCandidate]:
+    """The JSON candidates that are call attempts, skipping ones inside an earlier claimed one
+    (a fence inside a whole-message JSON value is part of that value)."""
+    claimed: list[JSONCandidate] = []
+    for candidate in json_candidates(text):
+        start, end = candidate.span
+        overlaps = any(s < end and start < e for s, e in (c.span for c in claimed))
+        if not overlaps and is_attempt(candidate):
+            claimed.append(candidate)
+    return claimed
 
 
 class BaseParser:

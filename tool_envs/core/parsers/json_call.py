@@ -17,9 +17,9 @@ from tool_envs.core.parsers._common import (
     JSONCandidate,
     call_from_object,
     call_id,
+    claimed_candidates,
     describe,
     finish,
-    json_candidates,
     remove_spans,
     snippet,
 )
@@ -67,13 +67,8 @@ class JSONCallParser(BaseParser):
     def detect(self, text: str, tool_names: frozenset[str] | None) -> ParseResult | None:
         calls: list[ToolCall] = []
         errors: list[ParseError] = []
-        spans: list[tuple[int, int]] = []
-        for candidate in json_candidates(text):
-            if not _is_attempt(candidate, tool_names):
-                continue
-            if any(s < candidate.span[1] and candidate.span[0] < e for s, e in spans):
-                continue  # a fence inside the whole-message JSON already handled
-            spans.append(candidate.span)
+        candidates = claimed_candidates(text, lambda c: _is_attempt(c, tool_names))
+        for candidate in candidates:
             if not candidate.decoded.ok:
                 errors.append(
                     ParseError(
@@ -88,9 +83,9 @@ class JSONCallParser(BaseParser):
             items = value if isinstance(value, list) else [value]
             for item in items:
                 self._item(item, candidate.body, calls, errors)
-        if not spans:
+        if not candidates:
             return None
-        return finish(remove_spans(text, spans), calls, errors)
+        return finish(remove_spans(text, [c.span for c in candidates]), calls, errors)
 
     def _item(
         self, item: Any, source: str, calls: list[ToolCall], errors: list[ParseError]

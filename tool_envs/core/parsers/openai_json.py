@@ -13,9 +13,9 @@ from tool_envs.core.parsers._common import (
     JSONCandidate,
     call_from_object,
     call_id,
+    claimed_candidates,
     describe,
     finish,
-    json_candidates,
     remove_spans,
     snippet,
 )
@@ -44,14 +44,9 @@ class OpenAIJSONParser(BaseParser):
     def detect(self, text: str, tool_names: frozenset[str] | None) -> ParseResult | None:
         calls: list[ToolCall] = []
         errors: list[ParseError] = []
-        spans: list[tuple[int, int]] = []
         inner_content: list[str] = []
-        for candidate in json_candidates(text):
-            if not _is_attempt(candidate):
-                continue
-            if any(s < candidate.span[1] and candidate.span[0] < e for s, e in spans):
-                continue  # a fence inside the whole-message JSON already handled
-            spans.append(candidate.span)
+        candidates = claimed_candidates(text, _is_attempt)
+        for candidate in candidates:
             if not candidate.decoded.ok:
                 errors.append(
                     ParseError(
@@ -67,9 +62,9 @@ class OpenAIJSONParser(BaseParser):
             if isinstance(content, str) and content.strip():
                 inner_content.append(content.strip())
             self._items(obj["tool_calls"], candidate.body, calls, errors)
-        if not spans:
+        if not candidates:
             return None
-        outside = remove_spans(text, spans)
+        outside = remove_spans(text, [c.span for c in candidates])
         content = "\n\n".join(part for part in [outside, *inner_content] if part)
         return finish(content, calls, errors)
 
