@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tool_envs.calculator.tasks import default_splits
+from tool_envs.calculator.tasks import default_splits, gold_turns
 from tool_envs.calculator.tools import CALCULATOR_TOOLS
 from tool_envs.core.env import TaskSource, ToolEnv
 from tool_envs.core.messages import Message
@@ -62,6 +62,9 @@ class CalculatorEnv(ToolEnv):
 
     def default_tasks(self) -> Sequence[Mapping[str, Any]]:
         return default_splits()["train"]
+
+    def gold_turns(self, task: Mapping[str, Any]) -> list[str] | None:
+        return gold_turns(dict(task))
 
     def _start_episode(self, task: dict[str, Any]) -> Toolset:
         answer = task["reward_spec"].get("answer")

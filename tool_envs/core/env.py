@@ -124,6 +124,14 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
     def _end_episode(self) -> None:
         """Release per-episode resources; called before each reset and on close."""
 
+    def gold_turns(self, task: Mapping[str, Any]) -> list[str] | None:
+        """Assistant turns (raw text) that solve ``task``, or None if the env has no gold.
+
+        Played through the env by the rollout engine, they export SFT warm-start data in exactly
+        the token layout RL uses, and check that a task set is solvable.
+        """
+        return None
+
     # ----------------------------------------------------------------------- public API
 
     @property

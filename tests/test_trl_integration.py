@@ -1,0 +1,144 @@
+"""GRPOTrainer steps through make_rollout_func on real tiny models (CPU)."""
+
+import json
+
+import datasets
+import pytest
+import torch
+from rollout_helpers import GoldPolicyBackend, tiny_tokenizer_and_model
+
+from tool_envs.calculator import default_splits
+from tool_envs.data import encode_row
+from tool_envs.integrations.trl import TaskRowEnvironment, env_reward, make_rollout_func
+
+trl = pytest.importorskip("trl", reason="the TRL integration needs the 'train' extra (trl)")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny-model")
+    tokenizer, model = tiny_tokenizer_and_model()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder, tokenizer
+
+
+def distinct_tokens(completion_ids, **kwargs):
+    """Varies across a group even when every env reward is 0 (a random model never succeeds)."""
+    return [float(len(set(ids))) for ids in completion_ids]
+
+
+def make_trainer(tiny, tmp_path, rows, rollout_func, reward_funcs=(env_reward,), **overrides):
+    folder, tokenizer = tiny
+    config = trl.GRPOConfig(
+        output_dir=str(tmp_path),
+        use_cpu=True,
+        report_to="none",
+        save_strategy="no",
+        per_device_train_batch_size=8,  # two GRPO groups of 4
+        num_generations=4,
+        max_completion_length=160,
+        max_steps=1,
+        learning_rate=1e-2,  # large, so one step visibly moves a random tiny model
+        logging_steps=1,
+        beta=0.0,
+        seed=0,
+        **overrides,
+    )
+    dataset = datasets.Dataset.from_list([encode_row(r) for r in rows])  # as load_dataset gives
+    return trl.GRPOTrainer(
+        model=str(folder),
+        processing_class=tokenizer,
+        reward_funcs=list(reward_funcs),
+        args=config,
+        train_dataset=dataset,
+        rollout_func=rollout_func,
+        environment_factory=TaskRowEnvironment,
+    )
+
+
+def recording(rollout_func, sink):
+    def wrapped(prompts, trainer):
+        rows = [dict(e.row) for e in trainer.environments]
+        output = rollout_func(prompts, trainer)
+        sink.append((prompts, rows, output))
+        return output
+
+    return wrapped
+
+
+def test_grpo_step_with_model_generation_changes_weights(tiny, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    rows = default_splits()["train"][:8]
+    calls = []
+    trainer = make_trainer(
+        tiny,
+        tmp_path,
+        rows,
+        recording(make_rollout_func(max_tokens_per_turn=24), calls),
+        (env_reward, distinct_tokens),
+    )
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    assert any(not torch.equal(before[n], p) for n, p in trainer.model.named_parameters())
+
+    prompts, batch_rows, output = calls[0]
+    assert len(output["completion_ids"]) == len(prompts) == 8
+    for ids, mask, logprobs in zip(
+        output["completion_ids"], output["env_mask"], output["logprobs"], strict=True
+    ):
+        assert len(ids) == len(mask) == len(logprobs) <= 160
+    # Each group of 4 shares one task, and each rollout ran the task of its own row.
+    for index, row in enumerate(batch_rows):
+        assert output["task_id"][index] == json.loads(row["extra_info"])["id"]
+        assert row["prompt"] == prompts[index]
+    assert all(len(set(output["task_id"][i : i + 4])) == 1 for i in range(0, 8, 4))
+    logged = trainer.state.log_history[0]
+    assert {"env/success_rate", "env/turns", "env/tool_calls", "env/parse_errors"} <= set(logged)
+
+
+def test_grpo_step_on_multi_turn_episodes_honours_env_mask(tiny, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    rows = default_splits()["train"][8:16]
+    calls = []
+    gold = GoldPolicyBackend(tiny[1], rows)
+    rollout_func = recording(make_rollout_func(backend_factory=lambda trainer: gold), calls)
+    trainer = make_trainer(tiny, tmp_path, rows, rollout_func)
+    trainer.train()
+
+    _, _, output = calls[0]
+    assert output["env_reward"] == [1.0] * 8 and min(output["num_turns"]) >= 2
+    policy_tokens = [sum(mask) for mask in output["env_mask"]]
+    assert all(p < len(ids) for p, ids in zip(policy_tokens, output["completion_ids"], strict=True))
+    # TRL counts only tokens with env_mask 1 as completion length: proof it used our mask.
+    logged = trainer.state.log_history[0]
+    assert logged["completions/mean_length"] == pytest.approx(
+        sum(policy_tokens) / len(policy_tokens)
+    )
+    assert logged["env/success_rate"] == 1.0 and logged["rewards/env_reward/mean"] == 1.0
+
+
+def test_missing_task_row_environment_is_a_clear_error(tiny, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    folder, tokenizer = tiny
+    config = trl.GRPOConfig(
+        output_dir=str(tmp_path),
+        use_cpu=True,
+        report_to="none",
+        save_strategy="no",
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=32,
+        max_steps=1,
+    )
+    dataset = datasets.Dataset.from_list([encode_row(r) for r in default_splits()["train"][:4]])
+    trainer = trl.GRPOTrainer(
+        model=str(folder),
+        processing_class=tokenizer,
+        reward_funcs=[env_reward],
+        args=config,
+        train_dataset=dataset,
+        rollout_func=make_rollout_func(),
+    )
+    with pytest.raises(ValueError, match="environment_factory=TaskRowEnvironment"):
+        trainer.train()

@@ -1,0 +1,1 @@
+"""Adapters to training libraries (TRL)."""

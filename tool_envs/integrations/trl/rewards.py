@@ -1,0 +1,34 @@
+"""Reward functions for GRPOTrainer that read what the env computed.
+
+TRL passes every extra column a ``rollout_func`` returns to reward functions as keyword
+arguments, so the env's reward arrives as ``env_reward`` without re-parsing completion text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+
+def env_reward(completions: list[Any], env_reward: list[float], **kwargs: Any) -> list[float]:
+    """The env's task reward for each rollout."""
+    return [float(value) for value in env_reward]
+
+
+def reward_info_func(key: str) -> Callable[..., list[float | None]]:
+    """A reward function that reads ``reward_info[key]`` (a number or bool) of each rollout.
+
+    Rollouts whose reward_info lacks the key get None, which TRL treats as "not scored".
+    Combine with ``reward_weights`` in GRPOConfig to shape the reward from named sub-rewards.
+    """
+
+    def read(completions: list[Any], reward_info: list[str], **kwargs: Any) -> list[float | None]:
+        values = []
+        for info in reward_info:
+            value = (json.loads(info) if info else {}).get(key)
+            values.append(None if value is None else float(value))
+        return values
+
+    read.__name__ = f"reward_info_{key}"
+    return read

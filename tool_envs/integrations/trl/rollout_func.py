@@ -1,0 +1,228 @@
+"""``make_rollout_func``: GRPOTrainer's generation replaced by multi-turn tool_envs episodes."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from tool_envs.integrations.trl.environment import TaskRowEnvironment
+from tool_envs.rollout.backends.base import GenerationBackend, SamplingSettings
+from tool_envs.rollout.backends.hf import TransformersBackend
+from tool_envs.rollout.engine import Rollout, RolloutConfig, RolloutEngine
+
+ROW_FIELDS = ("prompt", "env_id", "env_class", "reward_spec", "extra_info")
+_COUNTERS = ("tool_calls", "tool_errors", "parse_errors", "empty_responses")
+
+RolloutFunc = Callable[[list[Any], Any], dict[str, Any]]
+BackendFactory = Callable[[Any], GenerationBackend]
+
+
+def make_rollout_func(
+    *,
+    max_tokens_per_turn: int = 256,
+    max_turns: int | None = None,
+    env_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+    env_workers: int = 8,
+    chat_template: str | None = None,
+    template_kwargs: Mapping[str, Any] | None = None,
+    backend_factory: BackendFactory | None = None,
+) -> RolloutFunc:
+    """Build a ``rollout_func`` for GRPOTrainer (with ``environment_factory=TaskRowEnvironment``).
+
+    Each call plays the batch's task rows in the env named by each row's ``env_id`` (mixed
+    datasets work) and returns TRL's required ``prompt_ids``, ``completion_ids`` and ``logprobs``
+    plus ``env_mask`` (0 on env tokens) and extra columns for reward functions: ``env_reward``,
+    ``env_success``, ``reward_info`` (JSON), ``env_id``, ``task_id``, ``num_turns``, ``finish``.
+    The whole completion is capped at the trainer's ``max_completion_length``.
+
+    Args:
+        max_tokens_per_turn: Cap on one policy turn.
+        max_turns: Assistant turns per episode (None: each env's registered limit).
+        env_kwargs: Constructor arguments per env id.
+        env_workers: Threads stepping envs concurrently.
+        chat_template: Template to use instead of the tokenizer's.
+        template_kwargs: Extra template variables.
+        backend_factory: ``trainer -> GenerationBackend``; default: transformers generation with
+            the trainer's model, or vLLM when ``use_vllm`` (colocate: the trainer's ``vllm.LLM``;
+            server: one HTTP client per process, so ranks never wait on each other per turn).
+    """
+    settings = {
+        "max_tokens_per_turn": max_tokens_per_turn,
+        "max_turns": max_turns,
+        "env_kwargs": dict(env_kwargs or {}),
+        "env_workers": env_workers,
+        "chat_template": chat_template,
+        "template_kwargs": dict(template_kwargs or {}),
+    }
+    state: dict[str, RolloutEngine] = {}
+
+    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        if "engine" not in state:
+            state["engine"] = _build_engine(trainer, settings, backend_factory)
+        engine = state["engine"]
+        rows = task_rows_of(trainer, prompts)
+        mode = "train" if trainer.model.training else "eval"
+        group = trainer.num_generations if mode == "train" else trainer.num_generations_eval
+        seeds = group_seeds(len(rows), group, trainer)
+        if isinstance(engine.backend, TransformersBackend):
+            from trl.models.utils import unwrap_model_for_generation
+
+            with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model:
+                engine.backend.model = model
+                rollouts = engine.run(rows, seeds)
+        else:
+            rollouts = engine.run(rows, seeds)
+        log_metrics(trainer, mode, rollouts)
+        return rollouts_to_batch(rollouts)
+
+    rollout_func.state = state  # type: ignore[attr-defined]  # the engine, for inspection
+    return rollout_func
+
+
+def _build_engine(
+    trainer: Any, settings: dict[str, Any], backend_factory: BackendFactory | None
+) -> RolloutEngine:
+    args = trainer.args
+    tokenizer = trainer.processing_class
+    backend = backend_factory(trainer) if backend_factory else default_backend(trainer)
+    sampling = SamplingSettings(
+        temperature=args.temperature,
+        top_p=args.top_p,
+        top_k=args.top_k or 0,
+        stop_token_ids=tuple(_stop_ids(tokenizer, trainer)),
+    )
+    config = RolloutConfig(max_completion_length=args.max_completion_length, **settings)
+    return RolloutEngine(tokenizer, backend, sampling, config)
+
+
+def _stop_ids(tokenizer: Any, trainer: Any) -> list[int]:
+    """The tokenizer's EOS plus the model's generation-config EOS ids (end-of-turn tokens)."""
+    ids = [tokenizer.eos_token_id]
+    configured = getattr(getattr(trainer.model, "generation_config", None), "eos_token_id", None)
+    ids += configured if isinstance(configured, list) else [configured]
+    return list(dict.fromkeys(i for i in ids if i is not None))
+
+
+def default_backend(trainer: Any) -> GenerationBackend:
+    """Transformers generation, or vLLM as the trainer's config asks."""
+    args = trainer.args
+    if not args.use_vllm:
+        return TransformersBackend(
+            trainer.model, pad_token_id=trainer.processing_class.pad_token_id
+        )
+    from tool_envs.rollout.backends.vllm import VLLMColocateBackend, VLLMServerBackend
+
+    if args.vllm_mode == "colocate":
+        if args.vllm_tensor_parallel_size != 1:
+            raise ValueError(
+                "multi-turn rollouts with vllm_mode='colocate' need vllm_tensor_parallel_size=1: "
+                "TRL gathers prompts across the tensor-parallel group, a collective that ranks "
+                "with different numbers of live episodes would deadlock on. Use vllm_mode='server'."
+            )
+        return VLLMColocateBackend(trainer.vllm_generation.llm)
+    base_url = (
+        args.vllm_server_base_url or f"http://{args.vllm_server_host}:{args.vllm_server_port}"
+    )
+    model_name = getattr(trainer.model.config, "_name_or_path", None) or args.model_init_kwargs
+    return VLLMServerBackend(base_url, str(model_name))
+
+
+def task_rows_of(trainer: Any, prompts: list[Any]) -> list[dict[str, Any]]:
+    """The task row of each rollout, from ``trainer.environments`` (see TaskRowEnvironment)."""
+    environments = getattr(trainer, "environments", None)
+    if not environments or not all(isinstance(e, TaskRowEnvironment) for e in environments):
+        raise ValueError(
+            "the tool_envs rollout_func needs each rollout's dataset row: pass "
+            "environment_factory=TaskRowEnvironment (tool_envs.integrations.trl) to GRPOTrainer"
+        )
+    if len(environments) != len(prompts):
+        raise RuntimeError(f"TRL gave {len(prompts)} prompts but {len(environments)} environments")
+    rows = []
+    for index, (environment, prompt) in enumerate(zip(environments, prompts, strict=True)):
+        row = {key: environment.row[key] for key in ROW_FIELDS if key in (environment.row or {})}
+        if row.get("prompt") != prompt:
+            raise RuntimeError(f"rollout {index}: the row's prompt is not the prompt TRL passed")
+        rows.append(row)
+    return rows
+
+
+def group_seeds(count: int, group: int, trainer: Any) -> list[int]:
+    """One seed per block of ``group`` rollouts: a GRPO group plays identical task state."""
+    step = trainer.state.global_step
+    rank = trainer.accelerator.process_index
+    base = (trainer.args.seed * 1_000_003 + step * 10_007 + rank * 101) % 2**31
+    return [(base + index // group) % 2**31 for index in range(count)]
+
+
+def rollouts_to_batch(rollouts: list[Rollout]) -> dict[str, Any]:
+    """TRL's rollout_func output: required keys, env_mask, and extra columns for rewards."""
+    logprobs = [r.logprobs for r in rollouts]
+    return {
+        "prompt_ids": [r.prompt_ids for r in rollouts],
+        "completion_ids": [r.completion_ids for r in rollouts],
+        "logprobs": None if any(lp is None for lp in logprobs) else logprobs,
+        "env_mask": [r.env_mask for r in rollouts],
+        "env_reward": [r.reward for r in rollouts],
+        "env_success": [float(r.success) for r in rollouts],
+        "reward_info": [json.dumps(r.reward_info, default=str) for r in rollouts],
+        "env_id": [r.env_id for r in rollouts],
+        "task_id": [r.task_id for r in rollouts],
+        "num_turns": [r.turns for r in rollouts],
+        "finish": [r.finish for r in rollouts],
+    }
+
+
+def episode_metrics(rollouts: list[Rollout]) -> dict[str, float]:
+    """Means over rollouts, overall and per env (``env/<Name-vN>/...``)."""
+    by_env: dict[str, list[Rollout]] = defaultdict(list)
+    for rollout in rollouts:
+        by_env[rollout.env_id.split("/")[-1]].append(rollout)
+    metrics = _means("env", rollouts)
+    if len(by_env) > 1:
+        for name, group in sorted(by_env.items()):
+            metrics.update(_means(f"env/{name}", group))
+    return metrics
+
+
+def _means(prefix: str, rollouts: list[Rollout]) -> dict[str, float]:
+    count = max(len(rollouts), 1)
+    values = {
+        "success_rate": sum(r.success for r in rollouts),
+        "reward": sum(r.reward for r in rollouts),
+        "turns": sum(r.turns for r in rollouts),
+        "truncated_rate": sum(r.truncated for r in rollouts),
+        **{name: sum(r.stats.get(name, 0) for r in rollouts) for name in _COUNTERS},
+    }
+    return {f"{prefix}/{name}": total / count for name, total in values.items()}
+
+
+def log_metrics(trainer: Any, mode: str, rollouts: list[Rollout]) -> None:
+    """Add episode metrics (over all processes) to the trainer's logs for this step."""
+    from accelerate.utils import gather_object
+
+    summaries = [
+        {
+            "env_id": r.env_id,
+            "reward": r.reward,
+            "turns": r.turns,
+            "finish": r.finish,
+            "stats": r.stats,
+        }
+        for r in rollouts
+    ]
+    gathered = [
+        Rollout(
+            env_id=s["env_id"],
+            task_id=None,
+            prompt_ids=[],
+            reward=s["reward"],
+            turns=s["turns"],
+            finish=s["finish"],
+            stats=s["stats"],
+        )
+        for s in gather_object(summaries)
+    ]
+    for key, value in episode_metrics(gathered).items():
+        trainer._metrics[mode][key].append(value)

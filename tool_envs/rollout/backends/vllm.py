@@ -1,0 +1,433 @@
+"""vLLM generation backends: an in-process ``vllm.LLM`` (TRL colocate) or a vLLM server over HTTP.
+
+Both continue token ids and return :class:`Generation` objects that honour the backend contract
+(see ``base.py``) even when the engine does not: ids past ``max_tokens`` or after the first stop
+token are cut on our side, so a misconfigured engine cannot corrupt a rollout's token accounting.
+
+Logprobs are whatever the engine's ``logprobs_mode`` yields. TRL builds its colocated ``LLM`` with
+``logprobs_mode="processed_logprobs"``; start a server with ``--logprobs-mode processed_logprobs``
+to get the same (the default, raw logprobs, ignores temperature).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+try:  # openai >= 3 ships httpx2, the maintained continuation of httpx with the same API.
+    import httpx2 as httpx
+except ImportError:  # pragma: no cover - environments with the original httpx only
+    import httpx  # type: ignore[no-redef]
+
+from tool_envs.errors import MissingDependencyError, ToolEnvsError
+from tool_envs.rollout.backends.base import Generation, SamplingSettings
+
+__all__ = [
+    "GenerationServerError",
+    "VLLMColocateBackend",
+    "VLLMServerBackend",
+    "request_output_to_generation",
+]
+
+_FINISH_REASONS = ("stop", "length")
+_TOKEN_ID_PREFIX = "token_id:"
+# Statuses worth repeating a request for: overload and transient server failures.
+_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+class GenerationServerError(ToolEnvsError, RuntimeError):
+    """A generation server could not be reached, failed, or answered something we cannot use.
+
+    Attributes:
+        url: The endpoint that was called.
+        status: The HTTP status, when the server answered at all.
+    """
+
+    def __init__(self, message: str, *, url: str, status: int | None = None):
+        self.url = url
+        self.status = status
+        super().__init__(message)
+
+
+# --------------------------------------------------------------------------- shared contract
+
+
+def _check_request(prompts: Sequence[Sequence[int]], max_tokens: Sequence[int]) -> None:
+    if len(prompts) != len(max_tokens):
+        raise ValueError(
+            f"got {len(prompts)} prompts but {len(max_tokens)} max_tokens; pass one per prompt"
+        )
+    if any(m < 0 for m in max_tokens):
+        raise ValueError(f"max_tokens must be >= 0, got {list(max_tokens)}")
+
+
+def _empty(settings: SamplingSettings) -> Generation:
+    """The answer for a prompt with no budget, which is never sent (engines reject 0 tokens)."""
+    return Generation([], [] if settings.logprobs else None, "length")
+
+
+def _enforce_contract(
+    token_ids: Sequence[int],
+    logprobs: Sequence[float] | None,
+    finish_reason: str | None,
+    max_tokens: int,
+    settings: SamplingSettings,
+    where: str,
+) -> Generation:
+    """Build a Generation, cutting at ``max_tokens`` and after the first stop token.
+
+    ``where`` names the source (prompt index, URL) in errors.
+    """
+    ids = [int(t) for t in token_ids]
+    if settings.logprobs:
+        if logprobs is None:
+            raise ValueError(f"{where}: logprobs were requested but the engine returned none")
+        if len(logprobs) != len(ids):
+            raise ValueError(
+                f"{where}: engine returned {len(ids)} tokens but {len(logprobs)} logprobs"
+            )
+    lps = [float("nan") if lp is None else float(lp) for lp in logprobs or []]
+
+    reason: str | None = finish_reason
+    if len(ids) > max_tokens:
+        ids, lps, reason = ids[:max_tokens], lps[:max_tokens], "length"
+    stops = set(settings.stop_token_ids)
+    stop_at = next((i for i, t in enumerate(ids) if t in stops), None)
+    if stop_at is not None:
+        ids, lps, reason = ids[: stop_at + 1], lps[: stop_at + 1], "stop"
+    if reason not in _FINISH_REASONS:
+        # e.g. "abort": the engine dropped the request, so the ids are not a finished turn.
+        raise ValueError(f"{where}: unexpected finish_reason {finish_reason!r}")
+    return Generation(ids, lps if settings.logprobs else None, reason)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- colocate
+
+
+def request_output_to_generation(
+    output: Any, max_tokens: int, settings: SamplingSettings, *, where: str = "vLLM output"
+) -> Generation:
+    """Convert one ``vllm.RequestOutput`` (its first completion) into a :class:`Generation`.
+
+    Reads ``outputs[0].token_ids``, ``.finish_reason`` and ``.logprobs`` (one ``{token_id:
+    Logprob}`` mapping per generated token; the sampled token's entry is taken). Pure, so it is
+    tested without vLLM.
+    """
+    if not output.outputs:
+        raise ValueError(f"{where}: RequestOutput has no completions")
+    completion = output.outputs[0]
+    token_ids = list(completion.token_ids)
+    logprobs: list[float] | None = None
+    if settings.logprobs and completion.logprobs is not None:
+        logprobs = []
+        for pos, token in enumerate(token_ids):
+            entry = completion.logprobs[pos]
+            if token not in entry:
+                raise ValueError(f"{where}: no logprob for sampled token {token} at {pos}")
+            logprobs.append(entry[token].logprob)
+    return _enforce_contract(
+        token_ids, logprobs, completion.finish_reason, max_tokens, settings, where
+    )
+
+
+def _vllm_sampling_params() -> Callable[..., Any]:
+    try:
+        from vllm import SamplingParams
+    except ImportError as exc:
+        raise MissingDependencyError("vllm", "vllm", "vLLM generation") from exc
+    return SamplingParams
+
+
+class VLLMColocateBackend:
+    """Generates with an in-process ``vllm.LLM``, such as TRL's ``trainer.vllm_generation.llm``.
+
+    One ``llm.generate`` call per turn carries every live episode, each with its own
+    ``SamplingParams`` so that each gets its own ``max_tokens``.
+
+    Limits: with ``vllm_tensor_parallel_size > 1`` the ranks of a TP group must call ``generate``
+    together with the same prompts, which a per-episode turn loop does not guarantee; use TP 1.
+    With ``vllm_enable_sleep_mode`` the caller must wake the engine before generating.
+
+    Args:
+        llm: A ``vllm.LLM``.
+        sampling_params_factory: Builds one sampling-params object from keyword arguments;
+            defaults to ``vllm.SamplingParams`` (imported on first use).
+        extra_sampling_kwargs: Further ``SamplingParams`` arguments for every request (e.g.
+            ``repetition_penalty``); they override ours.
+    """
+
+    def __init__(
+        self,
+        llm: Any,
+        *,
+        sampling_params_factory: Callable[..., Any] | None = None,
+        extra_sampling_kwargs: dict[str, Any] | None = None,
+    ):
+        self.llm = llm
+        self._factory = sampling_params_factory
+        self._extra = dict(extra_sampling_kwargs or {})
+
+    def sampling_kwargs(
+        self, max_tokens: int, settings: SamplingSettings, index: int
+    ) -> dict[str, Any]:
+        """The ``SamplingParams`` arguments for prompt ``index``.
+
+        A seed becomes ``seed + index``: one shared seed would give identical completions to the
+        identical prompts of a GRPO group.
+        """
+        kwargs: dict[str, Any] = {
+            "max_tokens": max_tokens,
+            "temperature": settings.temperature,  # 0 is greedy in vLLM
+            "top_p": settings.top_p,
+            "top_k": settings.top_k if settings.top_k > 0 else -1,
+            "stop_token_ids": list(settings.stop_token_ids),
+            "logprobs": 0 if settings.logprobs else None,  # 0: only the sampled token's
+            "seed": None if settings.seed is None else settings.seed + index,
+        }
+        kwargs.update(self._extra)
+        return kwargs
+
+    def generate(
+        self, prompts: list[list[int]], max_tokens: list[int], settings: SamplingSettings
+    ) -> list[Generation]:
+        _check_request(prompts, max_tokens)
+        results: list[Generation] = [_empty(settings) for _ in prompts]
+        active = [i for i, m in enumerate(max_tokens) if m > 0]
+        if not active:
+            return results
+        factory = self._factory or _vllm_sampling_params()
+        params = [factory(**self.sampling_kwargs(max_tokens[i], settings, i)) for i in active]
+        inputs = [{"prompt_token_ids": list(prompts[i])} for i in active]
+        outputs = self.llm.generate(inputs, sampling_params=params, use_tqdm=False)
+        if len(outputs) != len(active):
+            raise ValueError(f"vLLM returned {len(outputs)} outputs for {len(active)} prompts")
+        for i, output in zip(active, outputs, strict=True):
+            results[i] = request_output_to_generation(
+                output, max_tokens[i], settings, where=f"vLLM output for prompt {i}"
+            )
+        return results
+
+
+# --------------------------------------------------------------------------- server
+
+
+def _completions_url(base_url: str) -> str:
+    """Accept ``http://host:8000`` or ``http://host:8000/v1``."""
+    base = base_url.rstrip("/")
+    if not base.endswith("/v1"):
+        base += "/v1"
+    return base + "/completions"
+
+
+def _choice_token_ids(choice: dict[str, Any], where: str) -> list[int]:
+    """A choice's ids: ``token_ids`` (``return_token_ids``), else ``token_id:N`` logprob tokens."""
+    if choice.get("token_ids") is not None:
+        return [int(t) for t in choice["token_ids"]]
+    tokens = (choice.get("logprobs") or {}).get("tokens")
+    if tokens is None:
+        raise ValueError(
+            f"{where}: the choice has neither 'token_ids' nor 'logprobs.tokens'; the server "
+            "must support vLLM's return_token_ids or return_tokens_as_token_ids"
+        )
+    ids = []
+    for token in tokens:
+        if not (isinstance(token, str) and token.startswith(_TOKEN_ID_PREFIX)):
+            raise ValueError(
+                f"{where}: logprob token {token!r} is not in 'token_id:N' form; the server "
+                "ignored return_tokens_as_token_ids"
+            )
+        ids.append(int(token[len(_TOKEN_ID_PREFIX) :]))
+    return ids
+
+
+def completion_choices_to_generations(
+    body: Any, max_tokens: int, settings: SamplingSettings, n_prompts: int, where: str
+) -> list[Generation]:
+    """Convert a ``/v1/completions`` response body for a batch into Generations, by ``index``."""
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+        raise ValueError(f"{where}: the body has no list of choice objects")
+    if len(choices) != n_prompts:
+        raise ValueError(f"{where}: expected {n_prompts} choices, got {len(choices)}")
+    ordered = sorted(choices, key=lambda c: c.get("index", -1))
+    if [c.get("index") for c in ordered] != list(range(n_prompts)):
+        raise ValueError(f"{where}: choice indices are not 0..{n_prompts - 1}")
+    generations = []
+    for choice in ordered:
+        at = f"{where}, choice {choice['index']}"
+        logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
+        generations.append(
+            _enforce_contract(
+                _choice_token_ids(choice, at),
+                logprobs,
+                choice.get("finish_reason"),
+                max_tokens,
+                settings,
+                at,
+            )
+        )
+    return generations
+
+
+class VLLMServerBackend:
+    """Generates through a vLLM server's OpenAI-compatible ``/v1/completions`` with token prompts.
+
+    Each rank talks to the server on its own (TRL's server client is a collective call, which
+    deadlocks when ranks run different numbers of turns). A turn's prompts go out as batched
+    requests, one per distinct ``max_tokens`` value (a request has a single ``max_tokens``, and
+    the largest could overflow the context of a long prompt), split at ``max_batch`` prompts,
+    and sent concurrently; with a seed each prompt is its own request, seeded ``seed + index``.
+
+    Retries: connection failures are retried by the httpx transport (``retries``); HTTP 429 and
+    5xx are retried here up to ``max_retries`` times, waiting ``retry_backoff * 2**attempt``
+    seconds. Timeouts are not retried (the server may still be generating).
+
+    Args:
+        base_url: ``http://host:port`` or ``http://host:port/v1``.
+        model: The served model name.
+        api_key: Sent as a bearer token when given.
+        timeout: Seconds to wait for a response (generation can be slow); connecting gets 10 s.
+        max_retries: Repeats for connection errors and for 429/5xx answers.
+        retry_backoff: Base delay of the 429/5xx retries, in seconds.
+        http_client: Use this client instead (its transport then decides connection retries).
+        max_batch: Most prompts in one request.
+        max_concurrent_requests: Most requests in flight at once.
+        extra_body: Further request fields for every request (e.g. ``repetition_penalty``).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 600.0,
+        max_retries: int = 3,
+        retry_backoff: float = 0.5,
+        http_client: httpx.Client | None = None,
+        max_batch: int = 256,
+        max_concurrent_requests: int = 16,
+        extra_body: dict[str, Any] | None = None,
+    ):
+        if max_batch < 1 or max_concurrent_requests < 1 or max_retries < 0:
+            raise ValueError("max_batch and max_concurrent_requests must be >= 1, retries >= 0")
+        self.url = _completions_url(base_url)
+        self.model = model
+        self.max_retries = max_retries
+        self.retry_backoff = retry_backoff
+        self.max_batch = max_batch
+        self.max_concurrent_requests = max_concurrent_requests
+        self.extra_body = dict(extra_body or {})
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._owns_client = http_client is None
+        self._client = http_client or httpx.Client(
+            transport=httpx.HTTPTransport(retries=max_retries),
+            timeout=httpx.Timeout(timeout, connect=10.0),
+        )
+
+    def close(self) -> None:
+        """Close the HTTP client if this backend created it."""
+        if self._owns_client:
+            self._client.close()
+
+    def __enter__(self) -> VLLMServerBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def payload(
+        self,
+        prompts: list[list[int]],
+        max_tokens: int,
+        settings: SamplingSettings,
+        seed: int | None,
+    ) -> dict[str, Any]:
+        """The JSON body of one request (vLLM extensions: top_k, stop_token_ids, return_*)."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "prompt": [list(p) for p in prompts],
+            "max_tokens": max_tokens,
+            "temperature": settings.temperature,
+            "top_p": settings.top_p,
+            "top_k": settings.top_k if settings.top_k > 0 else -1,
+            "stop_token_ids": list(settings.stop_token_ids),
+            # Logprob tokens double as the source of ids on servers without return_token_ids.
+            "logprobs": 0,
+            "return_tokens_as_token_ids": True,
+            "return_token_ids": True,
+        }
+        if seed is not None:
+            body["seed"] = seed
+        body.update(self.extra_body)
+        return body
+
+    def generate(
+        self, prompts: list[list[int]], max_tokens: list[int], settings: SamplingSettings
+    ) -> list[Generation]:
+        _check_request(prompts, max_tokens)
+        results: list[Generation] = [_empty(settings) for _ in prompts]
+        groups: dict[int, list[int]] = {}
+        for i, m in enumerate(max_tokens):
+            if m > 0:
+                groups.setdefault(m, []).append(i)
+        step = 1 if settings.seed is not None else self.max_batch
+        requests = [
+            (m, indices[k : k + step])
+            for m, indices in groups.items()
+            for k in range(0, len(indices), step)
+        ]
+
+        def run(request: tuple[int, list[int]]) -> list[Generation]:
+            m, indices = request
+            seed = None if settings.seed is None else settings.seed + indices[0]
+            body = self._post(self.payload([prompts[i] for i in indices], m, settings, seed))
+            try:
+                return completion_choices_to_generations(
+                    body, m, settings, len(indices), f"response from {self.url}"
+                )
+            except ValueError as exc:
+                raise GenerationServerError(str(exc), url=self.url, status=200) from exc
+
+        if len(requests) == 1:
+            answers = [run(requests[0])]
+        else:
+            workers = min(len(requests), self.max_concurrent_requests)
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                answers = list(pool.map(run, requests))
+        for (_, indices), generations in zip(requests, answers, strict=True):
+            for i, generation in zip(indices, generations, strict=True):
+                results[i] = generation
+        return results
+
+    def _post(self, body: dict[str, Any]) -> Any:
+        """POST with the small 429/5xx retry loop; errors name the URL and status."""
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = self._client.post(self.url, json=body, headers=self._headers)
+            except httpx.TransportError as exc:
+                raise GenerationServerError(
+                    f"no response from the vLLM server at {self.url} ({type(exc).__name__}: {exc})",
+                    url=self.url,
+                ) from exc
+            if response.status_code not in _RETRY_STATUSES or attempt == self.max_retries:
+                break
+            time.sleep(self.retry_backoff * 2**attempt)
+        if response.status_code != 200:
+            raise GenerationServerError(
+                f"POST {self.url} failed with HTTP {response.status_code}"
+                + (f" after {attempt} retries" if attempt else "")
+                + f": {response.text[:500]}",
+                url=self.url,
+                status=response.status_code,
+            )
+        try:
+            return response.json()
+        except ValueError as exc:  # json.JSONDecodeError
+            raise GenerationServerError(
+                f"POST {self.url} returned a body that is not JSON: {response.text[:200]!r}",
+                url=self.url,
+                status=response.status_code,
+            ) from exc

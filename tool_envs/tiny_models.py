@@ -1,0 +1,150 @@
+"""Tiny, locally built language models for tests, the CPU demo and the learning benchmark.
+
+No weights are downloaded: a byte-level BPE tokenizer is trained on the given texts and a small
+Qwen2 config is initialised at random. The result is saved in the same folder format as a Hub
+model, so the code that loads real models (``from_pretrained(path)``) is the code exercised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from tool_envs.errors import MissingDependencyError
+
+# Tokens a ChatML / Qwen2.5-style template uses. `<tool_call>` and friends are ordinary added
+# tokens (not "special"), as in Qwen's tokenizers, so decoding keeps them.
+SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+ADDED_TOKENS = (
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_response>",
+    "</tool_response>",
+    "<think>",
+    "</think>",
+)
+
+
+# A compact ChatML template for tiny models: tools are listed as one line of signatures instead
+# of full JSON schemas (a ~100-token prompt instead of ~1,100 makes CPU training ~10x cheaper);
+# calls use the Hermes <tool_call> format, tool results come back as <tool_response> user turns.
+# Built by concatenation with no whitespace between tags; a newline right after a block tag is
+# written as {{ '\\n' }} because chat templates run with trim_blocks, which would drop it.
+COMPACT_CHAT_TEMPLATE = (
+    "{% set has_system = messages and messages[0].role == 'system' %}"
+    "{% if has_system or tools %}<|im_start|>system\n"
+    "{% if has_system %}{{ messages[0].content }}{% endif %}"
+    "{% if tools %}{% if has_system %}{{ '\\n' }}{% endif %}Tools: "
+    "{% for t in tools %}{{ t.function.name }}"
+    "({{ (t.function.parameters.properties or {}) | list | join(', ') }})"
+    "{% if not loop.last %}, {% endif %}{% endfor %}. "
+    'Call a tool as <tool_call>{"name": ..., "arguments": {...}}</tool_call>.'
+    "{% endif %}<|im_end|>\n{% endif %}"
+    "{% for m in messages %}"
+    "{% if m.role == 'system' %}"
+    "{% elif m.role == 'tool' %}"
+    "<|im_start|>user\n<tool_response>\n{{ m.content }}\n</tool_response><|im_end|>\n"
+    "{% elif m.role == 'assistant' %}"
+    "<|im_start|>assistant\n{{ m.content or '' }}"
+    "{% for c in m.tool_calls or [] %}"
+    "{% if not loop.first or m.content %}{{ '\\n' }}{% endif %}"
+    '<tool_call>\n{"name": "{{ c.function.name }}", "arguments": '
+    "{% if c.function.arguments is string %}{{ c.function.arguments }}"
+    "{% else %}{{ c.function.arguments | tojson }}{% endif %}"
+    "}\n</tool_call>"
+    "{% endfor %}<|im_end|>\n"
+    "{% else %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+    "{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def trl_chat_template(name: str = "qwen2_5") -> str:
+    """A chat template that TRL ships (``trl/chat_templates/<name>.jinja``)."""
+    try:
+        import trl
+    except ImportError as exc:
+        raise MissingDependencyError("trl", "train", "Loading TRL's chat templates") from exc
+    path = Path(trl.__file__).parent / "chat_templates" / f"{name}.jinja"
+    if not path.exists():
+        available = sorted(p.stem for p in path.parent.glob("*.jinja"))
+        raise ValueError(f"TRL ships no chat template {name!r}; available: {', '.join(available)}")
+    return path.read_text(encoding="utf-8")
+
+
+def build_tokenizer(
+    texts: Iterable[str], *, vocab_size: int = 512, chat_template: str | None = None
+) -> Any:
+    """Train a byte-level BPE tokenizer on ``texts`` (digits split one per token)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False),
+        ]
+    )
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    backend.train_from_iterator(texts, trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>"
+    )
+    tokenizer.add_tokens(list(ADDED_TOKENS))
+    tokenizer.chat_template = chat_template if chat_template is not None else trl_chat_template()
+    return tokenizer
+
+
+def build_model(
+    tokenizer: Any,
+    *,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    num_kv_heads: int = 2,
+    intermediate_size: int = 256,
+    seed: int = 0,
+) -> Any:
+    """A randomly initialised Qwen2 causal LM sized for ``tokenizer``."""
+    import torch
+    from transformers import AutoModelForCausalLM, GenerationConfig, Qwen2Config
+
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_kv_heads,
+        intermediate_size=intermediate_size,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config)
+    model.generation_config = GenerationConfig(
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id
+    )
+    return model
+
+
+def build_tiny_model(folder: str | Path, texts: Iterable[str], **model_kwargs: Any) -> Path:
+    """Build tokenizer + model from ``texts`` and save both to ``folder``; return the folder."""
+    folder = Path(folder)
+    tokenizer = build_tokenizer(texts)
+    model = build_model(tokenizer, **model_kwargs)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
