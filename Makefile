@@ -1,4 +1,5 @@
-# Two commands on a fresh machine: `make demo` (the main job, offline, CPU) and `make test`.
+# Two commands on a fresh machine: `make demo` (the main job: SFT + GRPO of a tiny model on the
+# CPU, offline) and `make test`.
 # Both create .venv on first use. torch is installed first, pinned, so that no dependency can
 # pull a multi-GB CUDA build on a CPU machine; set TORCH=... to choose another build.
 
@@ -13,11 +14,14 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[train,dev]"
 	touch $@
 
 demo: $(VENV)/.installed
-	$(BIN)/tool-envs demo
+	$(BIN)/tool-envs tiny-model --env tool_envs/Calculator-v0 --out outputs/tiny-calculator
+	$(BIN)/python recipes/train_sft.py --config recipes/configs/calculator_cpu_sft.yaml
+	TRL_EXPERIMENTAL_SILENCE=1 $(BIN)/accelerate launch --config_file recipes/accelerate/cpu.yaml \
+		recipes/train_grpo.py --config recipes/configs/calculator_cpu_grpo.yaml
 
 test: $(VENV)/.installed
 	$(BIN)/ruff check .

@@ -139,10 +139,66 @@ def build_model(
     return model
 
 
-def build_tiny_model(folder: str | Path, texts: Iterable[str], **model_kwargs: Any) -> Path:
+def env_texts(env_id: str, limit: int = 1000) -> list[str]:
+    """Prompts, tool names and gold turns of an env's tasks: what its tokenizer must know."""
+    import gymnasium as gym
+
+    import tool_envs
+
+    gym.register_envs(tool_envs)
+    env = gym.make(env_id)
+    try:
+        texts = []
+        for task in env.unwrapped.tasks[:limit]:
+            texts.extend(message["content"] for message in task["prompt"])
+            texts.extend(env.unwrapped.gold_turns(task) or [])
+        env.reset(seed=0)
+        texts.extend(tool["function"]["name"] for tool in env.unwrapped.tools)
+    finally:
+        env.close()
+    return texts
+
+
+def build_tiny_model_for_env(
+    env_id: str, folder: str | Path, *, template: str = "compact", **model_kwargs: Any
+) -> Path:
+    """A tiny model whose tokenizer is trained on ``env_id``'s texts, saved to ``folder``."""
+    chat_template = COMPACT_CHAT_TEMPLATE if template == "compact" else trl_chat_template(template)
+    texts = env_texts(env_id)
+    # Rendered conversations teach the tokenizer the template's own text (tool lists, markup).
+    draft = build_tokenizer(texts, chat_template=chat_template)
+    texts += _rendered_examples(env_id, draft, count=50)
+    return build_tiny_model(folder, texts, chat_template=chat_template, **model_kwargs)
+
+
+def _rendered_examples(env_id: str, tokenizer: Any, count: int) -> list[str]:
+    import gymnasium as gym
+
+    env = gym.make(env_id)
+    try:
+        rendered = []
+        for task in env.unwrapped.tasks[:count]:
+            env.reset(options={"task": task})
+            rendered.append(
+                tokenizer.apply_chat_template(
+                    env.unwrapped.messages, tools=env.unwrapped.tools, tokenize=False
+                )
+            )
+    finally:
+        env.close()
+    return rendered
+
+
+def build_tiny_model(
+    folder: str | Path,
+    texts: Iterable[str],
+    *,
+    chat_template: str | None = None,
+    **model_kwargs: Any,
+) -> Path:
     """Build tokenizer + model from ``texts`` and save both to ``folder``; return the folder."""
     folder = Path(folder)
-    tokenizer = build_tokenizer(texts)
+    tokenizer = build_tokenizer(texts, chat_template=chat_template)
     model = build_model(tokenizer, **model_kwargs)
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)

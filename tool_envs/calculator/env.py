@@ -63,6 +63,9 @@ class CalculatorEnv(ToolEnv):
     def default_tasks(self) -> Sequence[Mapping[str, Any]]:
         return default_splits()["train"]
 
+    def task_splits(self) -> Mapping[str, Sequence[Mapping[str, Any]]]:
+        return default_splits()
+
     def gold_turns(self, task: Mapping[str, Any]) -> list[str] | None:
         return gold_turns(dict(task))
 

@@ -18,9 +18,8 @@ import numpy as np
 ENV_ID = "tool_envs/Calculator-v0"
 
 SYSTEM_PROMPT = (
-    "You are a careful assistant with calculator tools. Use a tool for every arithmetic "
-    "operation, one operation per call, and wait for each result. When you know the result, "
-    "reply with a short sentence that states the final number."
+    "Solve the arithmetic with the calculator tools, one operation per call. "
+    "Then reply with the final number."
 )
 
 _QUESTIONS = (

@@ -124,6 +124,10 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
     def _end_episode(self) -> None:
         """Release per-episode resources; called before each reset and on close."""
 
+    def task_splits(self) -> Mapping[str, Sequence[Mapping[str, Any]]]:
+        """Named splits of the env's own task set; by default one ``train`` split."""
+        return {"train": self.tasks}
+
     def gold_turns(self, task: Mapping[str, Any]) -> list[str] | None:
         """Assistant turns (raw text) that solve ``task``, or None if the env has no gold.
 

@@ -16,6 +16,7 @@ Pinned to TRL 1.16 (``trl>=1.16,<1.17``): the rollout and environment APIs are e
 from tool_envs.integrations.trl.environment import TaskRowEnvironment
 from tool_envs.integrations.trl.rewards import env_reward, reward_info_func
 from tool_envs.integrations.trl.rollout_func import make_rollout_func, rollouts_to_batch
+from tool_envs.integrations.trl.tool_loop import tool_loop_environment
 
 __all__ = [
     "TaskRowEnvironment",
@@ -23,4 +24,5 @@ __all__ = [
     "make_rollout_func",
     "reward_info_func",
     "rollouts_to_batch",
+    "tool_loop_environment",
 ]

@@ -16,14 +16,23 @@ from tool_envs.rollout.engine import RolloutConfig, RolloutEngine
 
 
 class MetricsFile(TrainerCallback):
-    """Appends every log dict to a JSONL file and flushes it, so a dead run loses nothing."""
+    """Appends every log dict to a JSONL file and flushes it, so a dead run loses nothing.
 
-    def __init__(self, path: str | os.PathLike[str]):
+    With ``echo`` (default), also prints one short line of the episode metrics per log.
+    """
+
+    ECHO = ("env/reward", "env/success_rate", "env/turns", "env/tool_errors", "env/truncated_rate")
+
+    def __init__(self, path: str | os.PathLike[str], echo: bool = True):
         self.path = Path(path)
+        self.echo = echo
 
     def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any):
         if logs is None or not state.is_world_process_zero:
             return
+        shown = [f"{key.split('/')[-1]} {logs[key]:.3g}" for key in self.ECHO if key in logs]
+        if self.echo and shown:
+            print(f"[step {state.global_step}] " + "  ".join(shown), flush=True)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps({"step": state.global_step, **logs}, default=float) + "\n")

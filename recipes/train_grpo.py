@@ -1,0 +1,105 @@
+"""Train a tool-using agent with GRPO on tool_envs environments.
+
+    accelerate launch recipes/train_grpo.py --config recipes/configs/calculator_cpu_grpo.yaml
+    python recipes/train_grpo.py --config CONFIG --dry_run          # check everything, no training
+    python recipes/train_grpo.py --config CONFIG --preview_tasks 2  # print rendered prompts
+
+Every GRPOConfig and ModelConfig option works as a YAML key or a --flag (``--help`` lists them).
+Episodes are played by tool_envs' rollout engine (transformers generation, or vLLM with
+``use_vllm: true``); the env reward comes back as the ``env_reward`` reward function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trl import GRPOConfig, ModelConfig, TrlParser
+
+
+@dataclass
+class EnvArguments:
+    """Which tasks to train on and how episodes run."""
+
+    tasks: list[str] = field(
+        default_factory=lambda: ["tool_envs/Calculator-v0"],
+        metadata={
+            "help": "Task sources: env ids (their own tasks), dataset folders, files or Hub ids."
+        },
+    )
+    task_split: str = field(default="train", metadata={"help": "Split of every task source."})
+    max_tasks: int | None = field(default=None, metadata={"help": "Use at most this many tasks."})
+    tasks_where: str = field(
+        default="{}", metadata={"help": 'JSON filter on extra_info, e.g. {"difficulty": [1, 2]}.'}
+    )
+    max_tokens_per_turn: int = field(default=256, metadata={"help": "Cap on one assistant turn."})
+    max_turns: int | None = field(
+        default=None, metadata={"help": "Turns per episode (env default)."}
+    )
+    env_kwargs: str = field(default="{}", metadata={"help": 'JSON: {"env id": {kwarg: value}}.'})
+    chat_template: str | None = field(
+        default=None, metadata={"help": "'compact', a TRL template name, or a .jinja file."}
+    )
+    template_kwargs: str = field(default="{}", metadata={"help": "JSON: extra template variables."})
+    dry_run: bool = field(
+        default=False, metadata={"help": "Validate config, tasks, envs, template."}
+    )
+    preview_tasks: int = field(default=0, metadata={"help": "Print this many rendered prompts."})
+
+
+def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelConfig) -> None:
+    from transformers import AutoTokenizer
+    from trl import GRPOTrainer, get_peft_config
+
+    from tool_envs.integrations.trl import TaskRowEnvironment, env_reward, make_rollout_func
+    from tool_envs.integrations.trl.callbacks import MetricsFile, plot_reward_curve
+    from tool_envs.integrations.trl.recipes import (
+        check_setup,
+        load_task_sources,
+        parse_json_argument,
+        preview,
+        resolve_chat_template,
+        to_dataset,
+    )
+
+    env_kwargs = parse_json_argument("env_kwargs", env_args.env_kwargs)
+    template_kwargs = parse_json_argument("template_kwargs", env_args.template_kwargs)
+    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+    resolve_chat_template(tokenizer, env_args.chat_template)
+    where = parse_json_argument("tasks_where", env_args.tasks_where)
+    rows = load_task_sources(env_args.tasks, env_args.task_split, env_args.max_tasks, where)
+    for line in check_setup(tokenizer, rows, env_kwargs, template_kwargs):
+        print(line)
+    if env_args.preview_tasks:
+        print(preview(tokenizer, rows, env_args.preview_tasks))
+    if env_args.dry_run:
+        print(f"dry run: {len(rows)} tasks and the setup are valid; not training")
+        return
+
+    metrics_path = Path(training_args.output_dir) / "metrics.jsonl"
+    trainer = GRPOTrainer(
+        model=model_args.model_name_or_path,
+        processing_class=tokenizer,
+        reward_funcs=[env_reward],
+        args=training_args,
+        train_dataset=to_dataset(rows),
+        peft_config=get_peft_config(model_args),
+        rollout_func=make_rollout_func(
+            max_tokens_per_turn=env_args.max_tokens_per_turn,
+            max_turns=env_args.max_turns,
+            env_kwargs=env_kwargs,
+            template_kwargs=template_kwargs,
+        ),
+        environment_factory=TaskRowEnvironment,
+        callbacks=[MetricsFile(metrics_path)],
+    )
+    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    trainer.save_model(training_args.output_dir)
+    if trainer.accelerator.is_main_process:
+        curve = plot_reward_curve(metrics_path, Path(training_args.output_dir) / "reward_curve.png")
+        print(f"saved the model to {training_args.output_dir} and the reward curve to {curve}")
+
+
+if __name__ == "__main__":
+    parser = TrlParser((EnvArguments, GRPOConfig, ModelConfig))
+    main(*parser.parse_args_and_config())

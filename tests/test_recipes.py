@@ -1,0 +1,157 @@
+"""The training recipes as users run them: configs parse, dry runs validate, short runs train."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl", reason="the recipes need the 'train' extra (trl)")
+from trl import GRPOConfig, ModelConfig, SFTConfig, TrlParser
+
+from tool_envs.calculator import default_splits
+from tool_envs.tiny_models import build_tiny_model_for_env
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = sorted((REPO / "recipes/configs").glob("*.yaml"))
+
+
+def load_recipe(name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "recipes" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses resolve string annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    # 2 layers, hidden 64: the recipes' code paths, not learning, are under test here.
+    folder = tmp_path_factory.mktemp("tiny")
+    return build_tiny_model_for_env("tool_envs/Calculator-v0", folder, num_layers=2, hidden_size=64)
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.name)
+def test_every_config_names_only_known_options(config):
+    import dataclasses
+
+    import yaml
+
+    recipe = "train_sft" if "_sft" in config.name else "train_grpo"
+    module = load_recipe(recipe)
+    arg_types = (
+        (module.GoldArguments, SFTConfig, ModelConfig)
+        if recipe == "train_sft"
+        else (module.EnvArguments, GRPOConfig, ModelConfig)
+    )
+    known = {f.name for cls in arg_types for f in dataclasses.fields(cls)}
+    options = yaml.safe_load(config.read_text())
+    assert set(options) <= known, f"unknown options: {sorted(set(options) - known)}"
+    if "cpu" in config.name:  # GPU configs cannot be instantiated on a CPU machine (bf16 checks)
+        script_args, _, model_args = TrlParser(arg_types).parse_args_and_config(
+            ["--config", str(config)]
+        )
+        assert model_args.model_name_or_path and script_args.tasks
+
+
+def run(script, *args, timeout=300):
+    command = [sys.executable, str(REPO / "recipes" / script), *map(str, args)]
+    result = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        env={**__import__("os").environ, "TRL_EXPERIMENTAL_SILENCE": "1"},
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def test_dry_run_validates_without_training(tiny_model, tmp_path):
+    out = run(
+        "train_grpo.py",
+        "--config",
+        REPO / "recipes/configs/calculator_cpu_grpo.yaml",
+        "--model_name_or_path",
+        tiny_model,
+        "--output_dir",
+        tmp_path,
+        "--dry_run",
+        "--preview_tasks",
+        "1",
+    )
+    easy = sum(r["extra_info"]["difficulty"] == 1 for r in default_splits()["train"])
+    assert f"tool_envs/Calculator-v0: {easy} tasks, 4 tools, chat template OK" in out
+    assert "prompt tokens)" in out and "<|im_start|>assistant" in out
+    assert f"dry run: {easy} tasks" in out and not (tmp_path / "metrics.jsonl").exists()
+
+
+def test_dry_run_rejects_a_template_that_drops_tool_calls(tiny_model, tmp_path):
+    template = tmp_path / "bad.jinja"
+    template.write_text("{% for m in messages %}{{ m.content }}<|im_end|>{% endfor %}")
+    command = [
+        sys.executable,
+        str(REPO / "recipes/train_grpo.py"),
+        "--config",
+        str(REPO / "recipes/configs/calculator_cpu_grpo.yaml"),
+        "--model_name_or_path",
+        str(tiny_model),
+        "--output_dir",
+        str(tmp_path),
+        "--chat_template",
+        str(template),
+        "--dry_run",
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert result.returncode != 0 and "chat template cannot be used" in result.stderr
+
+
+def test_sft_then_grpo_short_runs(tiny_model, tmp_path):
+    sft_dir, grpo_dir = tmp_path / "sft", tmp_path / "grpo"
+    out = run(
+        "train_sft.py",
+        "--config",
+        REPO / "recipes/configs/calculator_cpu_sft.yaml",
+        "--model_name_or_path",
+        tiny_model,
+        "--output_dir",
+        sft_dir,
+        "--max_tasks",
+        32,
+        "--max_steps",
+        2,
+        "--eval_every",
+        2,
+        "--eval_tasks",
+        4,
+        "--per_device_train_batch_size",
+        4,
+    )
+    assert "32 gold trajectories" in out and "greedy success checks: [(2, " in out
+    assert (sft_dir / "model.safetensors").exists() and (sft_dir / "tokenizer.json").exists()
+
+    run(
+        "train_grpo.py",
+        "--config",
+        REPO / "recipes/configs/calculator_cpu_grpo.yaml",
+        "--model_name_or_path",
+        sft_dir,
+        "--output_dir",
+        grpo_dir,
+        "--max_steps",
+        2,
+        "--per_device_train_batch_size",
+        8,
+        "--num_generations",
+        4,
+        "--max_tasks",
+        16,
+    )
+    records = [json.loads(line) for line in (grpo_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if "env/success_rate" in r] == [1, 2]
+    assert (grpo_dir / "reward_curve.png").stat().st_size > 1000
+    assert (grpo_dir / "model.safetensors").exists()

@@ -1,0 +1,147 @@
+"""What the training recipes share: task sources, chat templates, and the dry-run checks."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+import tool_envs
+from tool_envs.data import encode_row, load_tasks
+from tool_envs.errors import EnvConfigError
+from tool_envs.rollout.template_check import check_chat_template
+
+gym.register_envs(tool_envs)
+
+
+def load_task_sources(
+    sources: Sequence[str],
+    split: str,
+    limit: int | None = None,
+    where: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Rows from each source, concatenated (mixed envs allowed).
+
+    A source is a registered env id (its own task set; ``split`` picks train or test where the
+    env ships splits), or anything :func:`tool_envs.data.load_tasks` reads: a dataset folder,
+    data files, or a Hub id. ``where`` keeps rows whose ``extra_info`` has those values (a list
+    value means any of them), e.g. ``{"difficulty": [1, 2]}``.
+    """
+    rows: list[dict[str, Any]] = []
+    for source in sources:
+        if source in gym.registry:
+            rows.extend(_env_tasks(source, split))
+        else:
+            rows.extend(load_tasks(source, split=split))
+    for key, wanted in (where or {}).items():
+        allowed = wanted if isinstance(wanted, list) else [wanted]
+        rows = [row for row in rows if row["extra_info"].get(key) in allowed]
+    if not rows:
+        raise EnvConfigError(
+            f"no task rows in {list(sources)} (split {split!r}, where {dict(where or {})})"
+        )
+    return rows[:limit] if limit is not None else rows
+
+
+def _env_tasks(env_id: str, split: str) -> list[dict[str, Any]]:
+    env = gym.make(env_id)
+    try:
+        available = env.unwrapped.task_splits()
+        if split not in available:
+            raise EnvConfigError(f"{env_id} has no split {split!r}; it has {sorted(available)}")
+        return load_tasks(list(available[split]))
+    finally:
+        env.close()
+
+
+def to_dataset(rows: Sequence[Mapping[str, Any]]) -> Any:
+    """A ``datasets.Dataset`` of rows in storage form (what ``load_dataset`` gives)."""
+    import datasets
+
+    return datasets.Dataset.from_list([encode_row(row) for row in rows])
+
+
+def resolve_chat_template(tokenizer: Any, name_or_path: str | None) -> None:
+    """Set ``tokenizer.chat_template`` from ``"compact"``, a TRL template name, or a file."""
+    if not name_or_path:
+        return
+    from tool_envs.tiny_models import COMPACT_CHAT_TEMPLATE, trl_chat_template
+
+    if name_or_path == "compact":
+        tokenizer.chat_template = COMPACT_CHAT_TEMPLATE
+    elif Path(name_or_path).is_file():
+        tokenizer.chat_template = Path(name_or_path).read_text(encoding="utf-8")
+    else:
+        tokenizer.chat_template = trl_chat_template(name_or_path)
+
+
+def parse_json_argument(name: str, text: str | Mapping[str, Any] | None) -> dict[str, Any]:
+    """A dict from a JSON string (CLI) or a mapping (YAML config)."""
+    if text is None or text == "":
+        return {}
+    if isinstance(text, Mapping):
+        return dict(text)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EnvConfigError(f"--{name} must be a JSON object: {exc}") from exc
+    if not isinstance(value, dict):
+        raise EnvConfigError(f"--{name} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def check_setup(
+    tokenizer: Any,
+    rows: Sequence[Mapping[str, Any]],
+    env_kwargs: Mapping[str, Mapping[str, Any]],
+    template_kwargs: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """Everything a run needs, checked without training; returns a report, raises on errors.
+
+    Every env in the rows is made and reset with its first row, and the chat template is checked
+    with that env's tools (a template that is not prefix-preserving would corrupt env tokens).
+    """
+    lines = []
+    by_env: dict[str, Mapping[str, Any]] = {}
+    for row in rows:
+        by_env.setdefault(row["env_id"], row)
+    for env_id, row in by_env.items():
+        count = sum(r["env_id"] == env_id for r in rows)
+        env = gym.make(env_id, **dict(env_kwargs.get(env_id, {})))
+        try:
+            env.reset(seed=0, options={"task": dict(row)})
+            tools = env.unwrapped.tools
+        finally:
+            env.close()
+        report = check_chat_template(
+            tokenizer, tools=tools, template_kwargs=dict(template_kwargs or {})
+        )
+        if not report.ok:
+            raise EnvConfigError(f"the chat template cannot be used with {env_id}:\n{report}")
+        lines.append(f"{env_id}: {count} tasks, {len(tools)} tools, chat template OK")
+    if tokenizer.pad_token_id is None:
+        raise EnvConfigError("the tokenizer has no pad token; set tokenizer.pad_token")
+    return lines
+
+
+def preview(tokenizer: Any, rows: Sequence[Mapping[str, Any]], count: int) -> str:
+    """The first ``count`` prompts as the model will see them (rendered with tools)."""
+    from tool_envs.rollout.template import ChatTemplateRenderer
+
+    renderer = ChatTemplateRenderer(tokenizer)
+    parts = []
+    for row in rows[:count]:
+        env = gym.make(row["env_id"])
+        try:
+            env.reset(seed=0, options={"task": dict(row)})
+            text = renderer.render(
+                env.unwrapped.messages, env.unwrapped.tools, add_generation_prompt=True
+            )
+        finally:
+            env.close()
+        tokens = len(renderer.encode(text))
+        parts.append(f"--- {row['env_id']} ({tokens} prompt tokens)\n{text}")
+    return "\n".join(parts)
