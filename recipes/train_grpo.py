@@ -41,6 +41,10 @@ class EnvArguments:
         default=None, metadata={"help": "'compact', a TRL template name, or a .jinja file."}
     )
     template_kwargs: str = field(default="{}", metadata={"help": "JSON: extra template variables."})
+    reward_funcs: list[str] = field(
+        default_factory=lambda: ["tool_envs.integrations.trl:env_reward"],
+        metadata={"help": "Reward functions as 'module:function' or 'path/file.py:function'."},
+    )
     dry_run: bool = field(
         default=False, metadata={"help": "Validate config, tasks, envs, template."}
     )
@@ -51,10 +55,11 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
     from transformers import AutoTokenizer
     from trl import GRPOTrainer, get_peft_config
 
-    from tool_envs.integrations.trl import TaskRowEnvironment, env_reward, make_rollout_func
+    from tool_envs.integrations.trl import TaskRowEnvironment, make_rollout_func
     from tool_envs.integrations.trl.callbacks import MetricsFile, plot_reward_curve
     from tool_envs.integrations.trl.recipes import (
         check_setup,
+        import_function,
         load_task_sources,
         parse_json_argument,
         preview,
@@ -62,6 +67,7 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
         to_dataset,
     )
 
+    reward_funcs = [import_function(spec) for spec in env_args.reward_funcs]
     env_kwargs = parse_json_argument("env_kwargs", env_args.env_kwargs)
     template_kwargs = parse_json_argument("template_kwargs", env_args.template_kwargs)
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
@@ -80,7 +86,7 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
     trainer = GRPOTrainer(
         model=model_args.model_name_or_path,
         processing_class=tokenizer,
-        reward_funcs=[env_reward],
+        reward_funcs=reward_funcs,
         args=training_args,
         train_dataset=to_dataset(rows),
         peft_config=get_peft_config(model_args),

@@ -155,3 +155,51 @@ def test_sft_then_grpo_short_runs(tiny_model, tmp_path):
     assert [r["step"] for r in records if "env/success_rate" in r] == [1, 2]
     assert (grpo_dir / "reward_curve.png").stat().st_size > 1000
     assert (grpo_dir / "model.safetensors").exists()
+
+
+def test_grpo_with_lora_saves_an_adapter(tiny_model, tmp_path):
+    run(
+        "train_grpo.py",
+        "--config",
+        REPO / "recipes/configs/calculator_cpu_grpo.yaml",
+        "--model_name_or_path",
+        tiny_model,
+        "--output_dir",
+        tmp_path,
+        "--max_steps",
+        1,
+        "--per_device_train_batch_size",
+        4,
+        "--num_generations",
+        4,
+        "--max_tasks",
+        8,
+        "--max_completion_length",
+        64,
+        "--use_peft",
+        "true",
+        "--lora_r",
+        4,
+    )
+    assert (tmp_path / "adapter_model.safetensors").exists()
+    assert json.loads((tmp_path / "adapter_config.json").read_text())["r"] == 4
+
+
+def test_reward_functions_are_named_by_import_path(tmp_path):
+    from tool_envs.errors import EnvConfigError
+    from tool_envs.integrations.trl import env_reward
+    from tool_envs.integrations.trl.recipes import import_function
+
+    assert import_function("tool_envs.integrations.trl:env_reward") is env_reward
+    script = tmp_path / "my_rewards.py"
+    script.write_text(
+        "def brevity(completion_ids, **kwargs):\n    return [-len(c) for c in completion_ids]\n"
+    )
+    assert import_function(f"{script}:brevity")(completion_ids=[[1, 2], [3]]) == [-2, -1]
+    for bad, message in [
+        ("env_reward", "must look like"),
+        ("tool_envs.integrations.trl:nope", "has no function 'nope'"),
+        (f"{tmp_path}/missing.py:f", "no file"),
+    ]:
+        with pytest.raises(EnvConfigError, match=message):
+            import_function(bad)

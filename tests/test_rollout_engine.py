@@ -133,3 +133,46 @@ def test_bad_arguments_are_named(tiny):
     engine = RolloutEngine(tokenizer, TransformersBackend(model))
     with engine, pytest.raises(ValueError, match="2 seeds for 1 tasks"):
         engine.run(ROWS[:1], seeds=[1, 2])
+
+
+def test_mixed_env_rows_route_per_row_and_metrics_break_down_per_env(tiny):
+    import gymnasium as gym
+
+    from tool_envs.integrations.trl.rollout_func import episode_metrics, episode_summary
+
+    lenient = "tool_envs_test/CalculatorLenient-v0"
+    if lenient not in gym.registry:
+        gym.register(
+            lenient,
+            entry_point="tool_envs.calculator.env:CalculatorEnv",
+            max_episode_steps=8,
+            kwargs={"require_tool_use": False},
+        )
+    tokenizer, _ = tiny
+    answer_only = [f"It is {row['reward_spec']['answer']}." for row in ROWS[:2]]
+    rows = [ROWS[0], {**ROWS[0], "env_id": lenient}, ROWS[1], {**ROWS[1], "env_id": lenient}]
+    scripts = [[answer_only[0]], [answer_only[0]], [answer_only[1]], [answer_only[1]]]
+    with RolloutEngine(tokenizer, None) as engine:
+        rollouts = engine.run(rows, scripts=scripts)
+    # Same answer without tools: the default env refuses it, the lenient one accepts it.
+    assert [r.env_id for r in rollouts] == [r["env_id"] for r in rows]
+    assert [r.reward for r in rollouts] == [0.0, 1.0, 0.0, 1.0]
+    metrics = episode_metrics([episode_summary(r) for r in rollouts])
+    assert metrics["env/success_rate"] == 0.5
+    assert metrics["env/Calculator-v0/success_rate"] == 0.0
+    assert metrics["env/CalculatorLenient-v0/success_rate"] == 1.0
+    assert metrics["env/CalculatorLenient-v0/turns"] == 1.0
+
+
+def test_max_turns_truncates_through_the_envs_time_limit(tiny):
+    tokenizer, _ = tiny
+    three_turn = [r for r in ROWS if len(gold_turns(r)) >= 3][:2]
+    config = RolloutConfig(max_turns=1)
+    with RolloutEngine(
+        tokenizer, GoldPolicyBackend(tokenizer, three_turn), config=config
+    ) as engine:
+        rollouts = engine.run(three_turn)
+    for rollout in rollouts:
+        assert rollout.finish == "turn_limit" and rollout.turns == 1 and rollout.reward == 0.0
+        assert rollout.env_mask[-1] == 1  # ends on the policy's turn, not on env tokens
+        check_invariants(tokenizer, rollout, config)

@@ -142,3 +142,12 @@ def test_missing_task_row_environment_is_a_clear_error(tiny, tmp_path, monkeypat
     )
     with pytest.raises(ValueError, match="environment_factory=TaskRowEnvironment"):
         trainer.train()
+
+
+def test_reward_info_functions_read_named_sub_rewards():
+    from tool_envs.integrations.trl import reward_info_func
+
+    read = reward_info_func("successful_tool_calls")
+    infos = [json.dumps({"successful_tool_calls": 2}), json.dumps({"reason": "x"}), ""]
+    assert read.__name__ == "reward_info_successful_tool_calls"
+    assert read(completions=[None] * 3, reward_info=infos) == [2.0, None, None]

@@ -94,24 +94,36 @@ class EnvSuccessCallback(TrainerCallback):
 def plot_reward_curve(
     metrics_path: str | os.PathLike[str],
     png_path: str | os.PathLike[str],
-    keys: Sequence[str] = ("reward", "env/success_rate"),
+    key: str = "env/reward",
+    window: int = 5,
 ) -> Path:
-    """Draw the given metrics against the training step from a :class:`MetricsFile`."""
+    """Draw ``key`` per training step from a :class:`MetricsFile`, with a moving average.
+
+    Per-step rewards of small batches are noisy; the moving average over ``window`` steps is
+    the line to read.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     records = [json.loads(line) for line in Path(metrics_path).read_text().splitlines() if line]
+    points = [(r["step"], r[key]) for r in records if r.get(key) is not None]
     figure, axis = plt.subplots(figsize=(6, 3.5))
-    for key in keys:
-        points = [(r["step"], r[key]) for r in records if r.get(key) is not None]
-        if points:
-            axis.plot(*zip(*points, strict=True), marker="o", label=key)
+    if points:
+        steps, values = zip(*points, strict=True)
+        axis.plot(steps, values, marker="o", markersize=3, alpha=0.35, label=f"{key} per step")
+        smoothed = [
+            sum(values[max(0, i - window + 1) : i + 1])
+            / len(values[max(0, i - window + 1) : i + 1])
+            for i in range(len(values))
+        ]
+        axis.plot(steps, smoothed, linewidth=2.2, label=f"moving average ({window} steps)")
     axis.set_xlabel("training step")
+    axis.set_ylabel(key)
     axis.set_ylim(-0.05, 1.05)
     axis.grid(alpha=0.3)
-    axis.legend()
+    axis.legend(loc="upper left")
     figure.tight_layout()
     figure.savefig(png_path, dpi=120)
     plt.close(figure)

@@ -57,6 +57,29 @@ def _env_tasks(env_id: str, split: str) -> list[dict[str, Any]]:
         env.close()
 
 
+def import_function(spec: str) -> Any:
+    """``"package.module:name"`` or ``"path/to/file.py:name"`` -> the function."""
+    import importlib
+    import importlib.util
+
+    module_name, _, name = spec.rpartition(":")
+    if not module_name or not name:
+        raise EnvConfigError(f"{spec!r} must look like 'module:function' or 'file.py:function'")
+    if module_name.endswith(".py"):
+        path = Path(module_name)
+        if not path.is_file():
+            raise EnvConfigError(f"{spec!r}: no file {path}")
+        loader_spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(loader_spec)
+        loader_spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(module_name)
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise EnvConfigError(f"{spec!r}: {module_name} has no function {name!r}")
+    return function
+
+
 def to_dataset(rows: Sequence[Mapping[str, Any]]) -> Any:
     """A ``datasets.Dataset`` of rows in storage form (what ``load_dataset`` gives)."""
     import datasets

@@ -174,55 +174,40 @@ def rollouts_to_batch(rollouts: list[Rollout]) -> dict[str, Any]:
     }
 
 
-def episode_metrics(rollouts: list[Rollout]) -> dict[str, float]:
-    """Means over rollouts, overall and per env (``env/<Name-vN>/...``)."""
-    by_env: dict[str, list[Rollout]] = defaultdict(list)
-    for rollout in rollouts:
-        by_env[rollout.env_id.split("/")[-1]].append(rollout)
-    metrics = _means("env", rollouts)
+def episode_summary(rollout: Rollout) -> dict[str, Any]:
+    """The numbers metrics need from one rollout (small, so it can be gathered across ranks)."""
+    return {
+        "env": rollout.env_id.split("/")[-1],
+        "success_rate": float(rollout.success),
+        "reward": rollout.reward,
+        "turns": rollout.turns,
+        "truncated_rate": float(rollout.truncated),
+        **{name: rollout.stats.get(name, 0) for name in _COUNTERS},
+    }
+
+
+def episode_metrics(summaries: list[dict[str, Any]]) -> dict[str, float]:
+    """Means over episode summaries, overall and, with several envs, per env."""
+    by_env: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for summary in summaries:
+        by_env[summary["env"]].append(summary)
+    metrics = _means("env", summaries)
     if len(by_env) > 1:
         for name, group in sorted(by_env.items()):
             metrics.update(_means(f"env/{name}", group))
     return metrics
 
 
-def _means(prefix: str, rollouts: list[Rollout]) -> dict[str, float]:
-    count = max(len(rollouts), 1)
-    values = {
-        "success_rate": sum(r.success for r in rollouts),
-        "reward": sum(r.reward for r in rollouts),
-        "turns": sum(r.turns for r in rollouts),
-        "truncated_rate": sum(r.truncated for r in rollouts),
-        **{name: sum(r.stats.get(name, 0) for r in rollouts) for name in _COUNTERS},
-    }
-    return {f"{prefix}/{name}": total / count for name, total in values.items()}
+def _means(prefix: str, summaries: list[dict[str, Any]]) -> dict[str, float]:
+    count = max(len(summaries), 1)
+    keys = [key for key in (summaries[0] if summaries else {}) if key != "env"]
+    return {f"{prefix}/{key}": sum(s[key] for s in summaries) / count for key in keys}
 
 
 def log_metrics(trainer: Any, mode: str, rollouts: list[Rollout]) -> None:
     """Add episode metrics (over all processes) to the trainer's logs for this step."""
     from accelerate.utils import gather_object
 
-    summaries = [
-        {
-            "env_id": r.env_id,
-            "reward": r.reward,
-            "turns": r.turns,
-            "finish": r.finish,
-            "stats": r.stats,
-        }
-        for r in rollouts
-    ]
-    gathered = [
-        Rollout(
-            env_id=s["env_id"],
-            task_id=None,
-            prompt_ids=[],
-            reward=s["reward"],
-            turns=s["turns"],
-            finish=s["finish"],
-            stats=s["stats"],
-        )
-        for s in gather_object(summaries)
-    ]
-    for key, value in episode_metrics(gathered).items():
+    summaries = gather_object([episode_summary(r) for r in rollouts])
+    for key, value in episode_metrics(summaries).items():
         trainer._metrics[mode][key].append(value)
