@@ -16,30 +16,18 @@ from pathlib import Path
 
 from trl import GRPOConfig, ModelConfig, TrlParser
 
+from tool_envs.integrations.trl.recipes import TaskArguments
+
 
 @dataclass
-class EnvArguments:
+class EnvArguments(TaskArguments):
     """Which tasks to train on and how episodes run."""
 
-    tasks: list[str] = field(
-        default_factory=lambda: ["tool_envs/Calculator-v0"],
-        metadata={
-            "help": "Task sources: env ids (their own tasks), dataset folders, files or Hub ids."
-        },
-    )
-    task_split: str = field(default="train", metadata={"help": "Split of every task source."})
-    max_tasks: int | None = field(default=None, metadata={"help": "Use at most this many tasks."})
-    tasks_where: str = field(
-        default="{}", metadata={"help": 'JSON filter on extra_info, e.g. {"difficulty": [1, 2]}.'}
-    )
     max_tokens_per_turn: int = field(default=256, metadata={"help": "Cap on one assistant turn."})
     max_turns: int | None = field(
         default=None, metadata={"help": "Turns per episode (env default)."}
     )
     env_kwargs: str = field(default="{}", metadata={"help": 'JSON: {"env id": {kwarg: value}}.'})
-    chat_template: str | None = field(
-        default=None, metadata={"help": "'compact', a TRL template name, or a .jinja file."}
-    )
     template_kwargs: str = field(default="{}", metadata={"help": "JSON: extra template variables."})
     reward_funcs: list[str] = field(
         default_factory=lambda: ["tool_envs.integrations.trl:env_reward"],
@@ -60,7 +48,6 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
     from tool_envs.integrations.trl.recipes import (
         check_setup,
         import_function,
-        load_task_sources,
         parse_json_argument,
         preview,
         resolve_chat_template,
@@ -72,8 +59,7 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
     template_kwargs = parse_json_argument("template_kwargs", env_args.template_kwargs)
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
     resolve_chat_template(tokenizer, env_args.chat_template)
-    where = parse_json_argument("tasks_where", env_args.tasks_where)
-    rows = load_task_sources(env_args.tasks, env_args.task_split, env_args.max_tasks, where)
+    rows = env_args.load()
     for line in check_setup(tokenizer, rows, env_kwargs, template_kwargs):
         print(line)
     if env_args.preview_tasks:

@@ -14,30 +14,18 @@ from dataclasses import dataclass, field
 
 from trl import ModelConfig, SFTConfig, TrlParser
 
+from tool_envs.integrations.trl.recipes import TaskArguments
+
 
 @dataclass
-class GoldArguments:
+class GoldArguments(TaskArguments):
     """Which tasks' gold trajectories to learn from, and when to stop."""
 
-    tasks: list[str] = field(
-        default_factory=lambda: ["tool_envs/Calculator-v0"],
-        metadata={
-            "help": "Task sources: env ids (their own tasks), dataset folders, files or Hub ids."
-        },
-    )
-    task_split: str = field(default="train", metadata={"help": "Split to learn from."})
     eval_split: str = field(default="test", metadata={"help": "Split for greedy success checks."})
     eval_tasks: int = field(default=50, metadata={"help": "Held-out tasks per success check."})
     eval_every: int = field(default=20, metadata={"help": "Steps between success checks."})
     stop_at_success: float | None = field(
         default=None, metadata={"help": "Stop once greedy success reaches this (e.g. 0.3)."}
-    )
-    max_tasks: int | None = field(default=None, metadata={"help": "Use at most this many tasks."})
-    tasks_where: str = field(
-        default="{}", metadata={"help": 'JSON filter on extra_info, e.g. {"difficulty": [1, 2]}.'}
-    )
-    chat_template: str | None = field(
-        default=None, metadata={"help": "'compact', a TRL template name, or a .jinja file."}
     )
 
 
@@ -47,18 +35,13 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
     from trl import SFTTrainer, get_peft_config
 
     from tool_envs.integrations.trl.callbacks import EnvSuccessCallback, MetricsFile
-    from tool_envs.integrations.trl.recipes import (
-        load_task_sources,
-        parse_json_argument,
-        resolve_chat_template,
-    )
+    from tool_envs.integrations.trl.recipes import resolve_chat_template
     from tool_envs.rollout import RolloutConfig, RolloutEngine, gold_sft_rows
 
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
     resolve_chat_template(tokenizer, gold_args.chat_template)
-    where = parse_json_argument("tasks_where", gold_args.tasks_where)
-    rows = load_task_sources(gold_args.tasks, gold_args.task_split, gold_args.max_tasks, where)
-    held_out = load_task_sources(gold_args.tasks, gold_args.eval_split, gold_args.eval_tasks, where)
+    rows = gold_args.load()
+    held_out = gold_args.load(gold_args.eval_split, gold_args.eval_tasks)
     with RolloutEngine(tokenizer, None, config=RolloutConfig(max_completion_length=4096)) as engine:
         train_rows = gold_sft_rows(engine, rows)
     tokens = sum(len(row["input_ids"]) for row in train_rows)

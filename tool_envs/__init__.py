@@ -12,9 +12,7 @@ Importing the package only registers the envs; heavier parts load on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from tool_envs._lazy import lazy_exports
 from tool_envs.registration import ENVS, list_envs, register_envs
 
 __version__ = "0.1.0"
@@ -33,7 +31,4 @@ _LAZY = {
 __all__ = ["ENVS", "__version__", "list_envs", "register_envs", *_LAZY]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'tool_envs' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)

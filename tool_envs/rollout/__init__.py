@@ -5,8 +5,7 @@ Names load lazily so that importing one piece does not import torch or the other
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from tool_envs._lazy import lazy_exports
 
 _LAZY = {
     "Rollout": "tool_envs.rollout.engine",
@@ -31,7 +30,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'tool_envs.rollout' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,32 @@ from tool_envs.errors import EnvConfigError
 from tool_envs.rollout.template_check import check_chat_template
 
 gym.register_envs(tool_envs)
+
+
+@dataclass
+class TaskArguments:
+    """Which tasks a recipe uses (shared by the GRPO and SFT recipes, so both read alike)."""
+
+    tasks: list[str] = field(
+        default_factory=lambda: ["tool_envs/Calculator-v0"],
+        metadata={
+            "help": "Task sources: env ids (their own tasks), dataset folders, files, Hub ids."
+        },
+    )
+    task_split: str = field(default="train", metadata={"help": "Split of every task source."})
+    max_tasks: int | None = field(default=None, metadata={"help": "Use at most this many tasks."})
+    tasks_where: str = field(
+        default="{}", metadata={"help": 'JSON filter on extra_info, e.g. {"difficulty": [1, 2]}.'}
+    )
+    chat_template: str | None = field(
+        default=None, metadata={"help": "'compact', a TRL template name, or a .jinja file."}
+    )
+
+    def load(self, split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """The rows of ``split`` (default: ``task_split``), filtered by ``tasks_where``."""
+        where = parse_json_argument("tasks_where", self.tasks_where)
+        count = limit if limit is not None else self.max_tasks
+        return load_task_sources(self.tasks, split or self.task_split, count, where)
 
 
 def load_task_sources(
