@@ -185,6 +185,49 @@ def test_grpo_with_lora_saves_an_adapter(tiny_model, tmp_path):
     assert json.loads((tmp_path / "adapter_config.json").read_text())["r"] == 4
 
 
+def test_grpo_checkpoint_resume_with_a_synced_reference_model(tiny_model, tmp_path):
+    common = [
+        "--config",
+        REPO / "recipes/configs/calculator_cpu_grpo.yaml",
+        "--model_name_or_path",
+        tiny_model,
+        "--output_dir",
+        tmp_path,
+        "--per_device_train_batch_size",
+        4,
+        "--num_generations",
+        4,
+        "--max_tasks",
+        8,
+        "--max_completion_length",
+        64,
+        "--beta",
+        0.04,
+        "--sync_ref_model",
+        "true",
+        "--ref_model_sync_steps",
+        1,
+        "--save_strategy",
+        "steps",
+        "--save_steps",
+        1,
+    ]
+    run("train_grpo.py", *common, "--max_steps", 1)
+    assert (tmp_path / "checkpoint-1" / "trainer_state.json").exists()
+    run(
+        "train_grpo.py",
+        *common,
+        "--max_steps",
+        2,
+        "--resume_from_checkpoint",
+        tmp_path / "checkpoint-1",
+    )
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    # Run 1 logged step 1; the resumed run continued at step 2 (not from scratch).
+    assert [r["step"] for r in records if "env/reward" in r] == [1, 2]
+    assert (tmp_path / "checkpoint-2").exists()
+
+
 def test_reward_functions_are_named_by_import_path(tmp_path):
     from tool_envs.errors import EnvConfigError
     from tool_envs.integrations.trl import env_reward
