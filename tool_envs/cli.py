@@ -1,9 +1,88 @@
-"""The ``tool-envs`` command: list the envs and run the offline demo."""
+"""The ``tool-envs`` command: list the envs, run the offline demo, evaluate and check envs."""
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
+from typing import Any
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """argparse type for flags that take a JSON object."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _add_eval_parser(commands: Any) -> None:
+    run = commands.add_parser(
+        "eval",
+        help="evaluate a model behind an OpenAI-compatible API (or a baseline) on envs",
+        description="Play tasks x trials, save every trajectory as it finishes (a rerun resumes), "
+        "report success, pass@k, pass^k, tokens and errors per env.",
+    )
+    run.add_argument(
+        "--env",
+        action="append",
+        required=True,
+        metavar="ID",
+        help="env id (its own tasks of --split) or task dataset source; repeat for several",
+    )
+    run.add_argument("--split", default="test", help="task split of each env (default: test)")
+    run.add_argument("--out", required=True, help="run folder: trajectories, summary, report")
+    run.add_argument(
+        "--agent",
+        default="openai",
+        choices=["openai", "gold", "noop"],
+        help="openai: a chat API; gold: replay gold solutions; noop: empty replies",
+    )
+    run.add_argument("--model", help="model name the API serves (openai agent)")
+    run.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+    run.add_argument("--api-key", help="default: $OPENAI_API_KEY (any value for local servers)")
+    run.add_argument(
+        "--mode",
+        default="native",
+        choices=["native", "text"],
+        help="native: tools= and structured tool_calls; text: tools in the prompt, calls parsed "
+        "from the reply's text",
+    )
+    run.add_argument("--trials", type=int, default=1, help="trials per task (k of pass^k)")
+    run.add_argument("--concurrency", type=int, default=8, help="episodes played at once")
+    run.add_argument("--limit", type=int, help="first N tasks of each env")
+    run.add_argument(
+        "--where",
+        type=_json_object,
+        default={},
+        help='filter on extra_info, e.g. {"difficulty": 1}',
+    )
+    run.add_argument(
+        "--env-kwargs",
+        type=_json_object,
+        default={},
+        metavar="JSON",
+        help='gymnasium.make arguments per env, e.g. {"tool_envs/X-v0": {"k": 1}}',
+    )
+    run.add_argument("--user", help="passed as user= to every env (envs with a simulated user)")
+    run.add_argument("--parser", help="tool-call parser of the envs (text mode), default auto")
+    run.add_argument("--max-turns", type=int, help="override each env's turn limit")
+    run.add_argument("--temperature", type=float, help="sampling temperature (default: server's)")
+    run.add_argument("--max-tokens", type=int, help="completion tokens per turn")
+    run.add_argument("--seed", type=int, default=0, help="base of the per-trial reset seeds")
+    run.add_argument("--timeout", type=float, default=120.0, help="seconds per API request")
+    run.add_argument("--max-retries", type=int, default=2, help="API client retries per request")
+    run.add_argument(
+        "--price-per-million",
+        type=float,
+        nargs=2,
+        metavar=("IN", "OUT"),
+        help="price per million prompt / completion tokens, for the cost column",
+    )
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -24,6 +103,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     tiny.add_argument("--layers", type=int, default=4)
     tiny.add_argument("--hidden", type=int, default=128)
     tiny.add_argument("--seed", type=int, default=0)
+    _add_eval_parser(commands)
+    check = commands.add_parser(
+        "check", help="run gymnasium's check_env and one gold episode on an env"
+    )
+    check.add_argument("env_id", help="registered env id, e.g. tool_envs/Calculator-v0")
+    check.add_argument(
+        "--env-kwargs",
+        type=_json_object,
+        default={},
+        metavar="JSON",
+        help="gymnasium.make arguments for the env",
+    )
     args = parser.parse_args(argv)
 
     if args.command == "list":
@@ -49,6 +140,41 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed=args.seed,
         )
         print(f"saved a tiny model for {args.env} to {folder}")
+    elif args.command == "eval":
+        from tool_envs.eval.commands import eval_command
+        from tool_envs.eval.runner import EvalConfig
+
+        return eval_command(
+            EvalConfig(
+                envs=args.env,
+                out=args.out,
+                agent=args.agent,
+                model=args.model,
+                base_url=args.base_url,
+                api_key=args.api_key,
+                mode=args.mode,
+                split=args.split,
+                trials=args.trials,
+                concurrency=args.concurrency,
+                limit=args.limit,
+                where=args.where,
+                env_kwargs=args.env_kwargs,
+                user=args.user,
+                parser=args.parser,
+                max_turns=args.max_turns,
+                temperature=args.temperature,
+                max_tokens=args.max_tokens,
+                seed=args.seed,
+                timeout=args.timeout,
+                max_retries=args.max_retries,
+                price_per_million=tuple(args.price_per_million) if args.price_per_million else None,
+                progress=not args.no_progress,
+            )
+        )
+    elif args.command == "check":
+        from tool_envs.eval.commands import check_command
+
+        return check_command(args.env_id, args.env_kwargs)
     return 0
 
 

@@ -1,0 +1,34 @@
+"""Evaluate agents on the env suite through any OpenAI-compatible chat API.
+
+    from tool_envs.eval import EvalConfig, run_eval
+
+    result = run_eval(EvalConfig(envs=["tool_envs/Calculator-v0"], out="runs/gpt", model="gpt-x"))
+    result.summary["overall"]["pass_hat_k"]
+
+The command line is ``tool-envs eval`` (and ``tool-envs check <env id>``); ``metrics`` holds
+the pure pass@k / pass^k estimators.
+"""
+
+from __future__ import annotations
+
+from tool_envs._lazy import lazy_exports
+
+_LAZY = {
+    "EvalConfig": "tool_envs.eval.runner",
+    "EvalResult": "tool_envs.eval.runner",
+    "run_eval": "tool_envs.eval.runner",
+    "EvalError": "tool_envs.eval.agents",
+    "GoldAgent": "tool_envs.eval.agents",
+    "NoopAgent": "tool_envs.eval.agents",
+    "OpenAIAgent": "tool_envs.eval.agents",
+    "pass_at_k": "tool_envs.eval.metrics",
+    "pass_hat_k": "tool_envs.eval.metrics",
+    "summarize": "tool_envs.eval.metrics",
+    "check_env_id": "tool_envs.eval.check",
+    "eval_command": "tool_envs.eval.commands",
+    "check_command": "tool_envs.eval.commands",
+}
+
+__all__ = list(_LAZY)
+
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -1,0 +1,246 @@
+"""What people read after a run: a terminal table, ``summary.json``, a pass^k plot, an HTML report.
+
+The HTML page is static (no script, no external asset), so it can be attached to an issue or
+opened from a remote machine's copy; every model-written string in it is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tool_envs.eval.metrics import is_success
+
+if TYPE_CHECKING:
+    from tool_envs.eval.runner import EvalResult
+
+__all__ = ["format_table", "plot_pass_hat_k", "write_html", "write_reports"]
+
+SUMMARY = "summary.json"
+PLOT = "pass_hat_k.png"
+HTML = "report.html"
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _k_columns(summary: Mapping[str, Any]) -> list[str]:
+    """Which k to show: 1, 2, 4, 8, ... and the largest the trials support."""
+    k_max = summary["overall"]["min_trials_per_task"]
+    ks = [k for k in (1, 2, 4, 8, 16, 32) if k <= k_max]
+    if k_max and k_max not in ks:
+        ks.append(k_max)
+    return [str(k) for k in ks]
+
+
+def format_table(summary: Mapping[str, Any]) -> str:
+    """A plain-text table: one row per env, then the overall row."""
+    ks = _k_columns(summary)
+    k_max = ks[-1] if ks else None
+    priced = summary["overall"].get("cost") is not None
+    header = ["env", "tasks", "trials", "success", "reward"]
+    header += [f"pass^{k}" for k in ks]
+    header += [f"pass@{k_max}"] if k_max else []
+    header += ["turns", "tools", "parse_err", "env_err", "failed", "tokens in/out"]
+    header += ["cost"] if priced else []
+    rows = []
+    groups = list(summary["envs"].items())
+    if len(groups) != 1:
+        groups.append(("overall", summary["overall"]))
+    for name, group in groups:
+        row = [
+            name,
+            _fmt(group["tasks"]),
+            _fmt(group["trials"]),
+            _fmt(group["success_rate"]),
+            _fmt(group["mean_reward"]),
+        ]
+        row += [_fmt(group["pass_hat_k"].get(k)) for k in ks]
+        row += [_fmt(group["pass_at_k"].get(k_max))] if k_max else []
+        row += [
+            _fmt(group["mean_turns"], 2),
+            _fmt(group["mean_tool_calls"], 2),
+            _fmt(group["parse_errors"]),
+            _fmt(group["env_errors"]),
+            _fmt(group["failed_trials"]),
+            "-"
+            if group["prompt_tokens"] is None
+            else f"{group['prompt_tokens']}/{group['completion_tokens']}",
+        ]
+        row += [f"{group['cost']:.4f}"] if priced else []
+        rows.append(row)
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        first = cells[0].ljust(widths[0])
+        rest = [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
+        return "  ".join([first, *rest]).rstrip()
+
+    rule = "-" * len(line(header))
+    return "\n".join([line(header), rule, *(line(r) for r in rows)])
+
+
+def plot_pass_hat_k(summary: Mapping[str, Any], path: Path) -> Path | None:
+    """pass^k (solid) and pass@k (dashed) against k, one colour per env; None without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        warnings.warn(
+            "matplotlib is not installed, so no pass^k plot was drawn "
+            "(pip install matplotlib, or 'tool-envs[train]')",
+            stacklevel=2,
+        )
+        return None
+    groups = dict(summary["envs"])
+    if len(groups) > 1:
+        groups["overall"] = summary["overall"]
+    figure, axes = plt.subplots(figsize=(6.4, 4.2))
+    if not any(group["pass_hat_k"] for group in groups.values()):
+        axes.text(0.5, 0.5, "no finished trials yet", ha="center", transform=axes.transAxes)
+    for index, (name, group) in enumerate(groups.items()):
+        ks = [int(k) for k in group["pass_hat_k"]]
+        if not ks:
+            continue
+        colour = f"C{index}"
+        label = name.removeprefix("tool_envs/")
+        axes.plot(ks, list(group["pass_hat_k"].values()), "o-", color=colour, label=f"{label}")
+        axes.plot(ks, list(group["pass_at_k"].values()), "--", color=colour, alpha=0.5)
+    axes.set_xlabel("k (trials)")
+    axes.set_ylabel("pass^k (solid), pass@k (dashed)")
+    axes.set_ylim(-0.02, 1.02)
+    axes.xaxis.get_major_locator().set_params(integer=True)
+    model = summary.get("run", {}).get("model") or summary.get("run", {}).get("agent", "")
+    axes.set_title(f"pass^k per env ({model})")
+    axes.grid(alpha=0.3)
+    if axes.get_legend_handles_labels()[0]:
+        axes.legend(loc="best", fontsize="small")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em; max-width: 70em; color: #222; }
+table { border-collapse: collapse; margin-bottom: 1.5em; }
+td, th { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+td:first-child, th:first-child { text-align: left; }
+.task { border-left: 4px solid #ccc; padding-left: 0.8em; margin: 1em 0; }
+.task.all { border-color: #2a2; } .task.some { border-color: #d90; }
+.task.none { border-color: #c22; }
+details { margin: 0.3em 0; } summary { cursor: pointer; }
+.ok { color: #2a2; font-weight: bold; } .fail { color: #c22; font-weight: bold; }
+.msg { margin: 0.4em 0 0.4em 1em; } .role { font-weight: bold; font-size: 0.85em; color: #555; }
+pre { white-space: pre-wrap; word-break: break-word; background: #f6f6f6; padding: 0.4em;
+      margin: 0.1em 0; }
+.meta { color: #666; font-size: 0.9em; }
+"""
+
+
+def _pre(text: Any) -> str:
+    return f"<pre>{html.escape(str(text))}</pre>"
+
+
+def _message_html(message: Mapping[str, Any]) -> str:
+    role = str(message.get("role", "?"))
+    name = f" {message['name']}" if message.get("name") else ""
+    parts = [f'<div class="msg"><span class="role">{html.escape(role + name)}</span>']
+    if message.get("raw") is not None:
+        parts.append(_pre(message["raw"]))
+    elif message.get("content"):
+        parts.append(_pre(message["content"]))
+    for call in message.get("tool_calls") or []:
+        function = call.get("function", {})
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        parts.append(_pre(f"-> {function.get('name')}({arguments})"))
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _trial_html(record: Mapping[str, Any], threshold: float) -> str:
+    ok = is_success(record, threshold)
+    badge = '<span class="ok">pass</span>' if ok else '<span class="fail">fail</span>'
+    reason = (record.get("reward_info") or {}).get("reason") or record.get("error") or ""
+    if record.get("truncated"):
+        reason = reason or "turn limit reached"
+    head = (
+        f"trial {int(record['trial'])} {badge} reward {_fmt(float(record.get('reward') or 0))}"
+        f", {record.get('turns', 0)} turns, {html.escape(str(reason))}"
+    )
+    body = [_message_html(m) for m in record.get("messages") or []]
+    details = {
+        k: record.get(k) for k in ("reward_info", "stats", "usage", "seed", "error") if k in record
+    }
+    body.append(f'<div class="meta">{_pre(json.dumps(details, indent=1, default=str))}</div>')
+    return f"<details><summary>{head}</summary>{''.join(body)}</details>"
+
+
+def write_html(
+    records: Sequence[Mapping[str, Any]],
+    summary: Mapping[str, Any],
+    path: Path,
+    task_order: Sequence[str] = (),
+    threshold: float = 1.0,
+) -> Path:
+    """One page: the summary table, then every env, task and trial with its whole conversation."""
+    run = summary.get("run", {})
+    title = f"tool-envs eval: {run.get('model') or run.get('agent', '')}"
+    position = {task_id: i for i, task_id in enumerate(task_order)}
+    by_env: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
+    for record in records:
+        tasks = by_env.setdefault(record["env_id"], {})
+        tasks.setdefault(str(record["task_id"]), []).append(record)
+    out = [
+        "<!DOCTYPE html>",
+        f'<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>',
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f'<p class="meta">{html.escape(json.dumps(run, default=str))}</p>',
+        _pre(format_table(summary)),
+    ]
+    for env_id, tasks in by_env.items():
+        out.append(f"<h2>{html.escape(env_id)}</h2>")
+        ordered = sorted(tasks.items(), key=lambda item: position.get(item[0], len(position)))
+        for task_id, trials in ordered:
+            passed = sum(is_success(r, threshold) for r in trials)
+            kind = "all" if passed == len(trials) else "some" if passed else "none"
+            anchor = html.escape(f"{env_id}:{task_id}", quote=True)
+            out.append(f'<div class="task {kind}" id="{anchor}">')
+            out.append(f"<h3>{html.escape(task_id)}: {passed}/{len(trials)} passed</h3>")
+            out.extend(_trial_html(r, threshold) for r in trials)
+            out.append("</div>")
+    out.append("</body></html>")
+    path.write_text("\n".join(out), encoding="utf-8")
+    return path
+
+
+def write_reports(result: EvalResult, task_order: Sequence[str] = ()) -> dict[str, Path]:
+    """``summary.json``, ``pass_hat_k.png`` and ``report.html`` in the run's folder."""
+    threshold = float(result.summary.get("run", {}).get("success_threshold", 1.0))
+    files = {"trajectories": result.out / "trajectories.jsonl"}
+    summary_path = result.out / SUMMARY
+    summary_path.write_text(
+        json.dumps(result.summary, indent=2, default=str) + "\n", encoding="utf-8"
+    )
+    files["summary"] = summary_path
+    plot = plot_pass_hat_k(result.summary, result.out / PLOT)
+    if plot is not None:
+        files["plot"] = plot
+    files["html"] = write_html(
+        result.records, result.summary, result.out / HTML, task_order, threshold
+    )
+    return files

@@ -1,0 +1,491 @@
+"""Run tasks x trials with an agent, writing each finished trial at once, resuming earlier runs.
+
+The main thread owns the trajectories file; worker threads (``concurrency`` of them) each play
+whole episodes, so the API always has ``concurrency`` requests in flight instead of waiting for a
+turn's slowest conversation. On Ctrl-C or a fatal API error the run stops scheduling, workers
+drop their unfinished episodes at the next turn, and every trial already written stays written;
+rerunning the same command plays only what is missing.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from tool_envs.eval.agents import (
+    Agent,
+    EpisodeInterrupted,
+    EpisodeResult,
+    EvalError,
+    GoldAgent,
+    NoopAgent,
+    OpenAIAgent,
+)
+from tool_envs.eval.metrics import is_success, summarize
+from tool_envs.eval.store import TrajectoryStore, trial_key
+from tool_envs.eval.tasks import EvalTask, derive_seed, load_eval_tasks, resolve_env_id
+
+__all__ = ["AGENTS", "EvalConfig", "EvalResult", "run_eval"]
+
+AGENTS = ("openai", "gold", "noop")
+MODES = ("native", "text")
+TRAJECTORIES = "trajectories.jsonl"
+RUN_FILE = "run.json"
+_GRACE_SECONDS = 10.0  # how long Ctrl-C waits for requests already in flight
+
+# Settings that change what a trial means: a rerun into the same folder must keep them (the base
+# URL may change: the same model can move to another host or port).
+_IDENTITY = (
+    "agent",
+    "model",
+    "mode",
+    "split",
+    "env_kwargs",
+    "user",
+    "parser",
+    "max_turns",
+    "temperature",
+    "max_tokens",
+    "seed",
+    "success_threshold",
+)
+
+
+@dataclass
+class EvalConfig:
+    """Everything one evaluation run needs (the CLI's flags, one to one).
+
+    Attributes:
+        envs: Env ids (their own tasks of ``split``) or task sources routed by ``env_id``.
+        out: Folder for ``trajectories.jsonl``, ``summary.json``, the plot and the HTML report.
+        agent: ``openai`` (a chat API), ``gold`` (replays gold turns) or ``noop``.
+        model: Model name for the API (``openai`` agent only).
+        base_url: OpenAI-compatible endpoint, e.g. ``http://localhost:8000/v1`` for vLLM;
+            None uses the ``openai`` client's default (``OPENAI_BASE_URL`` or OpenAI).
+        api_key: None reads ``OPENAI_API_KEY``; a local server without auth gets a dummy key.
+        mode: ``native`` (tools sent as ``tools=``, structured calls) or ``text`` (tools in the
+            system prompt, calls parsed from the reply's text by the env's parser).
+        trials: Trials per task (the n of pass@k / pass^k).
+        concurrency: Episodes played at once.
+        limit: First tasks of each source; None for all.
+        where: Keep tasks whose ``extra_info`` has these values.
+        env_kwargs: Per env id, extra ``gymnasium.make`` arguments.
+        user: Passed as ``user=`` to every env (envs with a simulated user take it).
+        parser: Passed as ``parser=`` to every env (the tool-call parser in text mode).
+        max_turns: Overrides each env's ``max_episode_steps``.
+        temperature, max_tokens: Sampling settings sent to the API (None: server default).
+        seed: Base of the per-trial reset seeds.
+        timeout, max_retries: The ``openai`` client's own request timeout and retries.
+        price_per_million: (input, output) price per million tokens, for the cost column.
+        success_threshold: Reward at which a trial counts as a success.
+        progress: Show a progress bar.
+    """
+
+    envs: list[str]
+    out: str | os.PathLike[str]
+    agent: str = "openai"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    mode: str = "native"
+    split: str = "test"
+    trials: int = 1
+    concurrency: int = 8
+    limit: int | None = None
+    where: dict[str, Any] = field(default_factory=dict)
+    env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    user: str | None = None
+    parser: str | None = None
+    max_turns: int | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    seed: int = 0
+    timeout: float = 120.0
+    max_retries: int = 2
+    price_per_million: tuple[float, float] | None = None
+    success_threshold: float = 1.0
+    progress: bool = True
+
+    def validate(self) -> None:
+        """Raise :class:`EvalError` for settings that cannot work, before anything runs."""
+        if not self.envs:
+            raise EvalError("give at least one env (--env tool_envs/Calculator-v0)")
+        if self.trials < 1:
+            raise EvalError(f"--trials must be at least 1, got {self.trials}")
+        if self.concurrency < 1:
+            raise EvalError(f"--concurrency must be at least 1, got {self.concurrency}")
+        if self.agent not in AGENTS:
+            raise EvalError(f"--agent must be one of {list(AGENTS)}, got {self.agent!r}")
+        if self.mode not in MODES:
+            raise EvalError(f"--mode must be one of {list(MODES)}, got {self.mode!r}")
+        if self.agent == "openai" and not self.model:
+            raise EvalError("the openai agent needs --model (the name the API serves)")
+        if self.max_turns is not None and self.max_turns < 1:
+            raise EvalError(f"--max-turns must be at least 1, got {self.max_turns}")
+        if self.seed < 0:
+            raise EvalError(f"--seed must be >= 0, got {self.seed}")
+        if self.price_per_million is not None and min(self.price_per_million) < 0:
+            raise EvalError("--price-per-million takes two non-negative numbers: IN OUT")
+        for env_id, kwargs in self.env_kwargs.items():
+            if not isinstance(kwargs, dict):
+                raise EvalError(
+                    f"--env-kwargs maps env ids to JSON objects; {env_id!r} maps to "
+                    f"{type(kwargs).__name__}"
+                )
+
+    def identity(self) -> dict[str, Any]:
+        """The settings a resumed run must share with the run it continues."""
+        values = asdict(self)
+        identity = {name: values[name] for name in _IDENTITY}
+        if self.agent != "openai":  # API settings mean nothing to the scripted agents
+            for name in ("model", "mode", "temperature", "max_tokens"):
+                identity[name] = None
+        return identity
+
+
+@dataclass
+class EvalResult:
+    """What a run produced: records of the selected trials, their summary, and where files are."""
+
+    records: list[dict[str, Any]]
+    summary: dict[str, Any]
+    out: Path
+    new_trials: int
+    skipped_trials: int
+    interrupted: bool = False
+    error: str | None = None
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+def _check_run_file(out: Path, config: EvalConfig) -> None:
+    """Refuse to mix trials of different settings in one folder."""
+    path = out / RUN_FILE
+    identity = json.loads(json.dumps(config.identity(), default=str))
+    if path.exists():
+        previous = json.loads(path.read_text(encoding="utf-8")).get("identity", {})
+        changed = {k: (previous.get(k), v) for k, v in identity.items() if previous.get(k) != v}
+        if changed:
+            details = "; ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changed.items())
+            raise EvalError(
+                f"{out} holds trials of a run with other settings ({details}); "
+                "use another --out, or the same settings to resume it"
+            )
+
+
+def _write_run_file(out: Path, config: EvalConfig) -> None:
+    """Remember the settings, once the run is known to start, for the next rerun to compare."""
+    identity = json.loads(json.dumps(config.identity(), default=str))
+    record = {"identity": identity, "trials": config.trials, "envs": list(config.envs)}
+    (out / RUN_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+
+def make_agent(config: EvalConfig) -> tuple[Agent, Any]:
+    """The agent, and the API client to close afterwards (None for scripted agents)."""
+    if config.agent == "gold":
+        return GoldAgent(), None
+    if config.agent == "noop":
+        return NoopAgent(), None
+    import openai
+
+    from tool_envs.rollout.backends.openai_chat import OpenAIChatBackend
+
+    api_key = config.api_key or os.environ.get("OPENAI_API_KEY")
+    if not api_key:
+        if config.base_url is None:
+            raise EvalError("set OPENAI_API_KEY (or --api-key), or give --base-url of a server")
+        api_key = "EMPTY"  # local servers (vllm serve) accept any key
+    client = openai.OpenAI(
+        base_url=config.base_url,
+        api_key=api_key,
+        timeout=config.timeout,
+        max_retries=config.max_retries,
+    )
+    backend = OpenAIChatBackend(
+        client,
+        str(config.model),
+        native_tools=config.mode == "native",
+        temperature=config.temperature,
+        max_tokens=config.max_tokens,
+        concurrency=config.concurrency,
+    )
+    return OpenAIAgent(backend), client
+
+
+class _EnvPool:
+    """One env per (thread, env id), reused across that thread's episodes, all closed at the end."""
+
+    def __init__(self, config: EvalConfig):
+        self.config = config
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        self.made: list[gym.Env] = []
+
+    def kwargs(self, env_id: str) -> dict[str, Any]:
+        kwargs = dict(self.config.env_kwargs.get(env_id, {}))
+        if self.config.user is not None:
+            kwargs.setdefault("user", self.config.user)
+        if self.config.parser is not None:
+            kwargs.setdefault("parser", self.config.parser)
+        if self.config.max_turns is not None:
+            kwargs.setdefault("max_episode_steps", self.config.max_turns)
+        return kwargs
+
+    def get(self, env_id: str) -> gym.Env:
+        envs = self.local.__dict__.setdefault("envs", {})
+        if env_id not in envs:
+            kwargs = self.kwargs(env_id)
+            try:
+                env = gym.make(env_id, **kwargs)
+            except (TypeError, ValueError) as exc:
+                raise EvalError(f"cannot make {env_id} with {kwargs}: {exc}") from exc
+            envs[env_id] = env
+            with self.lock:
+                self.made.append(env)
+        return envs[env_id]
+
+    def close(self) -> None:
+        with self.lock:
+            for env in self.made:
+                env.close()
+            self.made.clear()
+
+
+def _preflight(config: EvalConfig, tasks: dict[str, list[EvalTask]]) -> None:
+    """Make each env once, so bad kwargs fail before any API call, with a clear message."""
+    pool = _EnvPool(config)
+    try:
+        for env_id in tasks:
+            pool.get(env_id)
+    finally:
+        pool.close()
+
+
+def _play_trial(
+    agent: Agent,
+    pool: _EnvPool,
+    task: EvalTask,
+    trial: int,
+    config: EvalConfig,
+    stop: threading.Event,
+) -> dict[str, Any]:
+    if stop.is_set():
+        raise EpisodeInterrupted
+    env = pool.get(task.env_id)
+    seed = derive_seed(config.seed, task.index, trial)
+    started = time.monotonic()
+    try:
+        env.reset(seed=seed, options={"task": task.row})
+    except Exception as exc:  # a task the env cannot start is a task-set bug: stop and say which
+        raise EvalError(
+            f"{task.env_id} cannot start task {task.task_id!r}: {type(exc).__name__}: {exc}"
+        ) from exc
+    try:
+        result = agent.play(env, task.row, stop)
+    except (EvalError, EpisodeInterrupted, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # a crash in one trial must not take the others down
+        result = EpisodeResult(error=f"{type(exc).__name__}: {exc}")
+    messages = env.unwrapped.messages
+    texts = iter(result.raw_texts)
+    for message in messages:
+        if message["role"] == "assistant":
+            raw = next(texts, None)
+            if raw is not None and raw != message.get("content"):
+                message["raw"] = raw  # text mode: what the model wrote, markup included
+    info = result.info
+    return {
+        "env_id": task.env_id,
+        "task_id": task.task_id,
+        "task_index": task.index,
+        "trial": trial,
+        "seed": seed,
+        "agent": config.agent,
+        "model": config.model if config.agent == "openai" else None,
+        "reward": result.reward,
+        "success": is_success({"reward": result.reward}, config.success_threshold),
+        "terminated": result.terminated,
+        "truncated": result.truncated,
+        "turns": info.get("turn", 0),
+        "stats": info.get("stats", {}),
+        "reward_info": info.get("reward_info"),
+        "usage": result.usage if config.agent == "openai" else None,
+        "finish_reasons": result.finish_reasons or None,
+        "error": result.error,
+        "seconds": round(time.monotonic() - started, 3),
+        "messages": messages,
+    }
+
+
+@contextlib.contextmanager
+def _ctrl_c_sets(ctrl_c: threading.Event, stop: threading.Event) -> Iterator[None]:
+    """While running, Ctrl-C asks for a clean stop instead of raising at a random line.
+
+    A KeyboardInterrupt raised inside the executor's bookkeeping could leave a future's lock
+    held and hang the workers; the flag is checked at safe points instead. A second Ctrl-C
+    raises as usual. Signal handlers exist only in the main thread; elsewhere nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        if ctrl_c.is_set():
+            raise KeyboardInterrupt
+        ctrl_c.set()
+        stop.set()
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _progress(config: EvalConfig, total: int, done: int) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=done, unit="trial", desc="eval", disable=not config.progress)
+
+
+def run_eval(config: EvalConfig) -> EvalResult:
+    """Play every missing (task, trial), then write the summary, plot and HTML report.
+
+    Returns the result even when interrupted (``interrupted=True``) or stopped by a fatal API
+    error (``error`` set): reports then cover the trials finished so far.
+    """
+    from tool_envs.eval.report import write_reports
+
+    config.validate()
+    for env_id in config.env_kwargs:
+        resolve_env_id(env_id)
+    tasks = load_eval_tasks(config.envs, config.split, config.limit, config.where)
+    unknown = set(config.env_kwargs) - set(tasks)
+    if unknown:
+        raise EvalError(f"--env-kwargs names {sorted(unknown)}, which this run does not evaluate")
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    _check_run_file(out, config)
+    store = TrajectoryStore(out / TRAJECTORIES)
+    done = {trial_key(record) for record in store.load()}
+    jobs = [  # trial-major, so an interrupted run has whole rounds over the task set
+        (task, trial)
+        for trial in range(config.trials)
+        for env_tasks in tasks.values()
+        for task in env_tasks
+        if (task.env_id, task.task_id, trial) not in done
+    ]
+    total = config.trials * sum(len(t) for t in tasks.values())
+    if jobs:
+        _preflight(config, tasks)
+    agent, client = make_agent(config) if jobs else (None, None)
+    _write_run_file(out, config)
+    stop = threading.Event()
+    pool = _EnvPool(config)
+    bar = _progress(config, total, total - len(jobs))
+    state: dict[str, Any] = {"written": 0, "successes": 0, "error": None}
+
+    def collect(finished: set[cf.Future]) -> None:
+        for future in finished:
+            if future.cancelled():
+                continue
+            try:
+                record = future.result()
+            except EpisodeInterrupted:
+                continue
+            except Exception as exc:  # EvalError, or a bug: stop cleanly either way
+                if state["error"] is None:
+                    detail = str(exc) if isinstance(exc, EvalError) else repr(exc)
+                    state["error"] = detail
+                    stop.set()
+                continue
+            store.append(record)
+            state["written"] += 1
+            state["successes"] += record["success"]
+            bar.update(1)
+            bar.set_postfix(success=f"{state['successes'] / state['written']:.2f}", refresh=False)
+
+    ctrl_c = threading.Event()
+    workers = config.concurrency if config.agent == "openai" else 1
+    executor = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eval")
+    pending: set[cf.Future] = set()
+    try:
+        with _ctrl_c_sets(ctrl_c, stop):
+            pending = {
+                executor.submit(_play_trial, agent, pool, task, trial, config, stop)
+                for task, trial in jobs
+            }
+            while pending and not ctrl_c.is_set():
+                # The timeout lets the loop notice Ctrl-C within a fraction of a second.
+                finished, pending = cf.wait(pending, timeout=0.2, return_when=cf.FIRST_COMPLETED)
+                collect(finished)
+                if stop.is_set():
+                    for future in pending:
+                        future.cancel()
+            if ctrl_c.is_set():
+                for future in pending:
+                    future.cancel()
+                # Episodes in flight stop at their next turn; keep any that finish meanwhile.
+                # A second Ctrl-C stops waiting for them.
+                finished, pending = cf.wait(pending, timeout=_GRACE_SECONDS)
+                collect(finished)
+    except KeyboardInterrupt:
+        ctrl_c.set()
+        stop.set()
+    finally:
+        bar.close()
+        executor.shutdown(wait=not pending, cancel_futures=True)
+        if not pending:
+            pool.close()
+        if client is not None and not pending:
+            client.close()
+    interrupted = ctrl_c.is_set()
+    error = state["error"]
+
+    keys = {(t.env_id, t.task_id) for env_tasks in tasks.values() for t in env_tasks}
+    order = {(t.env_id, t.task_id): i for i, t in enumerate(_flat(tasks))}
+    records = [
+        r
+        for r in store.load()
+        if (r["env_id"], r["task_id"]) in keys and int(r["trial"]) < config.trials
+    ]
+    records.sort(key=lambda r: (order[(r["env_id"], r["task_id"])], int(r["trial"])))
+    summary = summarize(
+        records, threshold=config.success_threshold, prices=config.price_per_million
+    )
+    summary["run"] = {
+        **config.identity(),
+        "base_url": config.base_url if config.agent == "openai" else None,
+        "envs": list(config.envs),
+        "trials": config.trials,
+        "limit": config.limit,
+        "expected_trials": total,
+        "finished_trials": len(records),
+        "complete": len(records) == total,
+        "price_per_million": config.price_per_million,
+    }
+    result = EvalResult(
+        records=records,
+        summary=summary,
+        out=out,
+        new_trials=len(records) - (total - len(jobs)),  # counted from the file: exact
+        skipped_trials=total - len(jobs),
+        interrupted=interrupted,
+        error=error,
+    )
+    result.files = write_reports(result, [t.task_id for t in _flat(tasks)])
+    return result
+
+
+def _flat(tasks: dict[str, list[EvalTask]]) -> list[EvalTask]:
+    return [task for env_tasks in tasks.values() for task in env_tasks]

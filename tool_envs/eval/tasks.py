@@ -1,0 +1,107 @@
+"""Which tasks an evaluation plays: env ids or task sources -> rows grouped by env, with stable ids.
+
+Trials are matched across reruns by (env_id, task_id, trial), so a task's id must not depend on
+how the run was started; rows without ``extra_info["id"]`` get one derived from their prompt.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import tool_envs
+from tool_envs.eval.agents import EvalError
+
+__all__ = ["EvalTask", "derive_seed", "load_eval_tasks", "resolve_env_id"]
+
+gym.register_envs(tool_envs)
+
+_ENV_ID = re.compile(r"^[\w.-]+/[\w.-]+-v\d+$")
+
+
+@dataclass(frozen=True)
+class EvalTask:
+    """One task of the run: its row, its id, and its position in its env's task list."""
+
+    env_id: str
+    task_id: str
+    index: int
+    row: dict[str, Any]
+
+
+def _known_ids() -> list[str]:
+    return sorted(env_id for env_id in gym.registry if env_id.startswith("tool_envs/"))
+
+
+def resolve_env_id(env_id: str) -> str:
+    """``env_id`` if it is registered, else an :class:`EvalError` that suggests close ids."""
+    if env_id in gym.registry:
+        return env_id
+    known = _known_ids()
+    close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.5)
+    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    raise EvalError(
+        f"unknown env id {env_id!r}.{hint} Registered: {', '.join(known) or 'none'} "
+        "(`tool-envs list` prints them)"
+    )
+
+
+def task_id_of(row: Mapping[str, Any]) -> str:
+    """``extra_info["id"]``, or a digest of the prompt for rows that have none."""
+    given = (row.get("extra_info") or {}).get("id")
+    if given is not None:
+        return str(given)
+    digest = hashlib.sha1(
+        json.dumps(row["prompt"], sort_keys=True, ensure_ascii=False).encode()
+    ).hexdigest()
+    return f"prompt-{digest[:12]}"
+
+
+def derive_seed(seed: int, task_index: int, trial: int) -> int:
+    """Reset seed of one trial: fixed by (run seed, task index, trial), so reruns repeat it."""
+    return int(np.random.SeedSequence([seed, task_index, trial]).generate_state(1)[0])
+
+
+def load_eval_tasks(
+    sources: Sequence[str],
+    split: str,
+    limit: int | None = None,
+    where: Mapping[str, Any] | None = None,
+) -> dict[str, list[EvalTask]]:
+    """Tasks per env id, in source order.
+
+    A source is a registered env id (its own ``split``) or a dataset source (folder, files, Hub
+    id) whose rows are routed by their ``env_id``. ``limit`` keeps the first tasks of each source.
+    """
+    from tool_envs.integrations.trl.recipes import load_task_sources
+
+    if limit is not None and limit < 1:
+        raise EvalError(f"limit must be at least 1, got {limit}")
+    grouped: dict[str, list[EvalTask]] = {}
+    seen: dict[tuple[str, str], int] = {}
+    for source in sources:
+        is_path = Path(source).expanduser().exists()
+        if source not in gym.registry and not is_path and _ENV_ID.match(source):
+            resolve_env_id(source)  # raises with suggestions
+        rows = load_task_sources([source], split, limit, where)
+        for row in rows:
+            env_id = resolve_env_id(row["env_id"])
+            tasks = grouped.setdefault(env_id, [])
+            task = EvalTask(env_id, task_id_of(row), len(tasks), row)
+            if (env_id, task.task_id) in seen:
+                raise EvalError(
+                    f"task id {task.task_id!r} of {env_id} appears twice (from {source!r}); "
+                    "trials are matched by task id, so ids must be unique"
+                )
+            seen[(env_id, task.task_id)] = task.index
+            tasks.append(task)
+    return grouped
