@@ -115,6 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="JSON",
         help="gymnasium.make arguments for the env",
     )
+    commands.add_parser(
+        "doctor", help="report the code sandbox's isolation level here and run one check"
+    )
     args = parser.parse_args(argv)
 
     if args.command == "list":
@@ -175,6 +178,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tool_envs.eval.commands import check_command
 
         return check_command(args.env_id, args.env_kwargs)
+    elif args.command == "doctor":
+        from tool_envs.code.sandbox import doctor
+
+        print(doctor())
     return 0
 
 

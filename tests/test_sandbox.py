@@ -1,0 +1,294 @@
+"""Sandbox API and escape tests, run at every isolation level this machine offers.
+
+Each escape test asserts the specific way the attempt is contained, then the module ends with a
+normal run on the same (long-lived) sandbox to show it kept working.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+if not sys.platform.startswith("linux"):
+    pytest.skip("the sandbox needs Linux", allow_module_level=True)
+
+from tool_envs.code.sandbox import (
+    IsolationLevel,
+    RunRequest,
+    Sandbox,
+    SandboxPool,
+    SandboxUnavailable,
+    detect_isolation,
+    doctor,
+)
+
+LEVELS = [IsolationLevel.BWRAP, IsolationLevel.NAMESPACES, IsolationLevel.RLIMITS]
+
+
+def _missing(level: IsolationLevel) -> str | None:
+    report = detect_isolation()
+    if report.level == IsolationLevel.NONE or not report.uid_switch:
+        return "no unprivileged uid to switch to: " + "; ".join(report.reasons)
+    if not report.available[level.name.lower()]:
+        return f"{level.name.lower()} not available: " + "; ".join(report.reasons)
+    return None
+
+
+@pytest.fixture(scope="module", params=LEVELS, ids=lambda lvl: lvl.name.lower())
+def sandbox(request: pytest.FixtureRequest):
+    reason = _missing(request.param)
+    if reason:
+        pytest.skip(reason)
+    with Sandbox(request.param) as sb:
+        yield sb
+
+
+def _procs_of(uid: int) -> list[int]:
+    """Live processes of a uid. Zombies are left out: outside a pid namespace, the orphans of a
+    killed worker are reaped by the host's init, whenever it gets to it."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
+            found.append(int(entry))
+    return found
+
+
+# -- API -------------------------------------------------------------------------------------
+
+
+def test_stdout_stderr_exit_code(sandbox: Sandbox) -> None:
+    res = sandbox.run("import sys\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(3)")
+    assert (res.stdout, res.stderr, res.exit_code) == ("out\n", "err\n", 3)
+    assert not res.timed_out and not res.memory_exceeded and not res.ok
+    assert res.isolation == sandbox.isolation
+    assert res.duration_s < 2
+
+
+def test_exception_gives_traceback_and_status_1(sandbox: Sandbox) -> None:
+    res = sandbox.run("def f():\n    raise ValueError('boom')\nf()")
+    assert res.exit_code == 1 and "ValueError: boom" in res.stderr
+
+
+def test_stdin_and_files(sandbox: Sandbox) -> None:
+    req = RunRequest(
+        code=(
+            "import sys, helper\n"
+            "data = open('data/in.bin', 'rb').read()\n"
+            "print(sys.stdin.read().strip().upper(), helper.VALUE, len(data))\n"
+            "open('written.txt', 'w').write('ok')\n"
+        ),
+        stdin="hello",
+        files={"helper.py": "VALUE = 42\n", "data/in.bin": b"\x00\x01\x02"},
+    )
+    res = sandbox.run(req)
+    assert res.ok, res.stderr
+    assert res.stdout == "HELLO 42 3\n"
+
+
+def test_bad_file_name_rejected(sandbox: Sandbox) -> None:
+    with pytest.raises(RuntimeError, match="inside the work dir"):
+        sandbox.run(RunRequest(code="pass", files={"../evil.py": "x"}))
+
+
+def test_time_limit_infinite_loop(sandbox: Sandbox) -> None:
+    res = sandbox.run(RunRequest(code="while True:\n    pass", time_limit_s=0.5))
+    assert res.timed_out and res.exit_code < 0
+    assert res.duration_s < 2.5
+
+
+def test_wall_time_limit_sleep(sandbox: Sandbox) -> None:
+    res = sandbox.run(RunRequest(code="import time\ntime.sleep(60)", time_limit_s=0.3))
+    assert res.timed_out and res.duration_s < 2
+
+
+def test_memory_bomb(sandbox: Sandbox) -> None:
+    code = "blocks = []\nwhile True:\n    blocks.append(bytearray(16 * 1024 * 1024))"
+    res = sandbox.run(RunRequest(code=code, memory_limit_mb=128))
+    assert res.memory_exceeded and res.exit_code != 0 and not res.timed_out
+
+
+def test_huge_output_truncated(sandbox: Sandbox) -> None:
+    code = "while True:\n    print('x' * 10000)"
+    res = sandbox.run(RunRequest(code=code, output_limit_bytes=50_000, time_limit_s=5))
+    assert res.output_truncated and len(res.stdout) == 50_000
+    assert not res.timed_out and res.duration_s < 3
+
+
+def test_unisolated_needs_opt_in() -> None:
+    with pytest.raises(SandboxUnavailable, match="allow_unisolated"):
+        Sandbox(IsolationLevel.NONE)
+
+
+def test_doctor_reports_level() -> None:
+    text = doctor(run_check=False)
+    assert f"isolation level: {detect_isolation().level.name.lower()}" in text
+
+
+# -- escapes ---------------------------------------------------------------------------------
+
+
+def test_network_connect_fails(sandbox: Sandbox) -> None:
+    if sandbox.level < IsolationLevel.NAMESPACES:
+        pytest.skip("the rlimits level has no network namespace")
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.setblocking(False)
+        port = server.getsockname()[1]
+        code = (
+            "import socket\n"
+            "try:\n"
+            f"    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+            "    print('connected')\n"
+            "except OSError as exc:\n"
+            "    print('blocked', type(exc).__name__)\n"
+        )
+        res = sandbox.run(code)
+        assert res.stdout.startswith("blocked"), res
+        with pytest.raises(BlockingIOError):
+            server.accept()
+
+
+def test_write_outside_workdir_fails(sandbox: Sandbox, tmp_path: Path) -> None:
+    target = tmp_path / "escaped.txt"
+    code = (
+        f"for path in [{str(target)!r}, '/etc/escaped.txt', '/usr/escaped.txt']:\n"
+        "    try:\n"
+        "        open(path, 'w').write('x')\n"
+        "        print('wrote', path)\n"
+        "    except OSError as exc:\n"
+        "        print('denied', type(exc).__name__)\n"
+    )
+    res = sandbox.run(code)
+    assert res.stdout.count("denied") == 3, res
+    assert not target.exists()
+
+
+def test_read_root_only_file_denied(sandbox: Sandbox) -> None:
+    if not Path("/etc/shadow").exists():
+        pytest.skip("no /etc/shadow here")
+    res = sandbox.run("print(open('/etc/shadow').read())")
+    assert res.exit_code == 1 and "PermissionError" in res.stderr
+
+
+def test_fork_bomb_stopped(sandbox: Sandbox) -> None:
+    code = (
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    )
+    res = sandbox.run(RunRequest(code=code, time_limit_s=1.0, process_limit=16))
+    assert res.timed_out and res.duration_s < 5
+    assert _procs_of(sandbox.uid) == []
+
+
+def test_killing_the_parent_is_denied(sandbox: Sandbox) -> None:
+    res = sandbox.run("import os\nos.kill(os.getppid(), 9)")
+    assert "PermissionError" in res.stderr
+    assert sandbox.run("print('alive')").stdout == "alive\n"
+
+
+def test_worker_killed_mid_run_is_replaced(sandbox: Sandbox) -> None:
+    sandbox.start()
+    proc = sandbox._proc
+    assert proc is not None
+    restarts = sandbox.restarts
+    threading.Timer(0.3, proc.kill).start()
+    res = sandbox.run(RunRequest(code="import time\ntime.sleep(3)", time_limit_s=5))
+    assert res.worker_restarted and res.exit_code < 0 and "worker lost" in res.stderr
+    assert sandbox.restarts == restarts + 1
+    assert sandbox.run("print('fresh')").stdout == "fresh\n"
+    assert _procs_of(sandbox.uid) == []
+    # Dying between runs is noticed too.
+    assert sandbox._proc is not None
+    sandbox._proc.kill()
+    sandbox._proc.wait()
+    again = sandbox.run("print('again')")
+    assert again.stdout == "again\n" and again.worker_restarted
+
+
+def test_delete_host_files_fails_and_workdir_removed(sandbox: Sandbox, tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("precious")
+    code = (
+        "import os, shutil\n"
+        "print(os.getcwd())\n"
+        f"for path in [{str(victim)!r}, '/etc/hostname', '/usr/bin/env']:\n"
+        "    try:\n"
+        "        shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)\n"
+        "        print('deleted', path)\n"
+        "    except OSError as exc:\n"
+        "        print('denied', type(exc).__name__)\n"
+    )
+    res = sandbox.run(code)
+    lines = res.stdout.splitlines()
+    workdir = lines[0]
+    assert len(lines) == 4 and all(line.startswith("denied") for line in lines[1:]), res
+    assert (victim / "keep.txt").read_text() == "precious"
+    check = sandbox.run(f"import os\nprint(os.path.exists({workdir!r}))")
+    assert check.stdout == "False\n"
+    if sandbox.level < IsolationLevel.BWRAP:
+        assert not Path(workdir).exists()
+
+
+def test_daemon_does_not_outlive_run(sandbox: Sandbox) -> None:
+    code = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        time.sleep(30)\n"
+        "    os._exit(0)\n"
+        "print('parent done')\n"
+    )
+    start = time.monotonic()
+    res = sandbox.run(RunRequest(code=code, time_limit_s=5))
+    assert res.stdout == "parent done\n" and not res.timed_out
+    assert time.monotonic() - start < 3
+    assert _procs_of(sandbox.uid) == []
+
+
+def test_pool_runs_concurrently(sandbox: Sandbox) -> None:
+    with SandboxPool(2, sandbox.level) as pool:
+        results = pool.map(f"print({i} * {i})" for i in range(8))
+        assert [r.stdout for r in results] == [f"{i * i}\n" for i in range(8)]
+        uids = [sb.uid for sb in pool.sandboxes]
+    assert len(set(uids)) == 2
+    assert all(_procs_of(uid) == [] for uid in uids)
+
+
+def test_worker_started_by_a_finished_thread_survives(sandbox: Sandbox) -> None:
+    with Sandbox(sandbox.level) as other:
+        starter = threading.Thread(target=other.start)
+        starter.start()
+        starter.join()
+        res = other.run("print('still here')")
+        assert res.stdout == "still here\n" and not res.worker_restarted
+
+
+def test_still_works_after_all_escapes(sandbox: Sandbox) -> None:
+    res = sandbox.run("print(sum(range(10)))")
+    assert res.ok and res.stdout == "45\n"
+    assert _procs_of(sandbox.uid) == []
+    if sandbox._host_root is not None:  # levels without a private /tmp: no job dir is left
+        assert os.listdir(sandbox._host_root) == []
+
+
+def test_doctor_command_reports_the_level_and_a_check_run(capsys):
+    from tool_envs.cli import main
+
+    assert main(["doctor"]) == 0
+    printed = capsys.readouterr().out
+    assert detect_isolation().level.name.lower() in printed.lower()

@@ -1,0 +1,1 @@
+"""Code-execution family: the sandbox that runs model-written code (``tool_envs.code.sandbox``)."""
