@@ -235,8 +235,11 @@ def test_reward_functions_are_named_by_import_path(tmp_path):
 
     assert import_function("tool_envs.integrations.trl:env_reward") is env_reward
     script = tmp_path / "my_rewards.py"
-    script.write_text(
-        "def brevity(completion_ids, **kwargs):\n    return [-len(c) for c in completion_ids]\n"
+    script.write_text(  # a dataclass in the file: it needs the module registered while loading
+        "from __future__ import annotations\nfrom dataclasses import dataclass\n\n"
+        "@dataclass\nclass Weight:\n    value: float = 1.0\n\n"
+        "def brevity(completion_ids, **kwargs):\n"
+        "    return [-len(c) * Weight().value for c in completion_ids]\n"
     )
     assert import_function(f"{script}:brevity")(completion_ids=[[1, 2], [3]]) == [-2, -1]
     for bad, message in [

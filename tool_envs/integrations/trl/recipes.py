@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,6 +99,7 @@ def import_function(spec: str) -> Any:
             raise EnvConfigError(f"{spec!r}: no file {path}")
         loader_spec = importlib.util.spec_from_file_location(path.stem, path)
         module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[path.stem] = module  # dataclasses and pickling look modules up there
         loader_spec.loader.exec_module(module)
     else:
         module = importlib.import_module(module_name)

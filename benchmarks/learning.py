@@ -1,0 +1,552 @@
+"""Does GRPO through our rollout function and recipes actually teach? Three arms on held-out tasks.
+
+    python benchmarks/learning.py [--seed 0] [--grpo-steps 150] [--eval-tasks 200] [--quick]
+
+Goal (from the issue): on one of our own envs (``tool_envs/Calculator-v0``, single-operation
+tasks), through our own recipes (``recipes/train_sft.py``, ``recipes/train_grpo.py``, run as
+subprocesses exactly as users run them) and rollout function, a tiny model warm-started by SFT on
+gold trajectories (stopped early, mid-learning) is trained with GRPO in three arms from the SAME
+checkpoint with identical settings except:
+
+- treated: the recipe as shipped (lr 5e-5, reward = the env's reward);
+- zero-LR: ``--learning_rate 0`` (samples and steps like treated; the no-change control);
+- placebo: rewards shuffled within each batch (:func:`shuffled_env_reward`), so the advantage
+  carries no information about the completion it is attached to.
+
+Each final model, and the SFT checkpoint ("before"), is evaluated greedily on the same held-out
+tasks (in neither the SFT nor the GRPO training tasks, nor the SFT stop check's tasks). Treated
+must beat both controls with an exact two-sided McNemar test on the paired per-task outcomes,
+p < 0.01. The training curves (per-step ``env/success_rate`` of the sampled rollouts, from each
+arm's ``metrics.jsonl``) are printed and drawn to ``learning_curves.png``.
+
+Not part of CI: ~15-25 minutes on 2 CPU cores. ``--quick`` is a smoke run of the plumbing (a few
+steps; it is not expected to pass). ``--reuse`` skips stages whose output folder already holds
+the same command's finished result (e.g. rerun only the evaluation, or add an arm length).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+REPO = Path(__file__).resolve().parents[1]
+SFT_CONFIG = REPO / "recipes/configs/calculator_cpu_sft.yaml"
+GRPO_CONFIG = REPO / "recipes/configs/calculator_cpu_grpo.yaml"
+ENV_ID = "tool_envs/Calculator-v0"
+HELDOUT_SEED = 2026  # fixed, so every seed and arm is scored on the same tasks
+ALPHA = 0.01
+PLACEBO_SEED_VARIABLE = "TOOL_ENVS_PLACEBO_SEED"
+ARMS = ("treated", "zero-lr", "placebo")
+# Evaluation budgets: those of the SFT stop check (EnvSuccessCallback's defaults).
+EVAL_MAX_COMPLETION = 256
+EVAL_MAX_TOKENS_PER_TURN = 64
+
+
+# ---------------------------------------------------------------------------- the placebo reward
+
+
+def shuffled_env_reward(
+    completions: list[Any], env_reward: list[float], **kwargs: Any
+) -> list[float]:
+    """The batch's env rewards in a random order: same reward mix, no link to the completions.
+
+    Seeded by ``$TOOL_ENVS_PLACEBO_SEED`` and the training step (TRL passes ``trainer_state``), so
+    a placebo run is reproducible. Passed to the GRPO recipe as
+    ``--reward_funcs benchmarks/learning.py:shuffled_env_reward``.
+    """
+    state = kwargs.get("trainer_state")
+    step = getattr(state, "global_step", 0)
+    rng = random.Random(f"{os.environ.get(PLACEBO_SEED_VARIABLE, '0')}-{step}")
+    rewards = [float(value) for value in env_reward]
+    rng.shuffle(rewards)
+    return rewards
+
+
+# ---------------------------------------------------------------------------- statistics
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Exact two-sided McNemar p-value: discordant pairs b and c under Binomial(b + c, 1/2)."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+def discordant(treated: Sequence[int], other: Sequence[int]) -> tuple[int, int]:
+    """(b, c): tasks only the treated arm solves, and tasks only the other arm solves."""
+    b = sum(1 for t, o in zip(treated, other, strict=True) if t and not o)
+    c = sum(1 for t, o in zip(treated, other, strict=True) if o and not t)
+    return b, c
+
+
+def smooth(values: Sequence[float], window: int) -> list[float]:
+    """Trailing moving average (shorter at the start), to read a noisy 32-rollout success rate."""
+    out = []
+    for index in range(len(values)):
+        part = values[max(0, index - window + 1) : index + 1]
+        out.append(sum(part) / len(part))
+    return out
+
+
+# ---------------------------------------------------------------------------- tasks
+
+
+def heldout_tasks(count: int, seed: int = HELDOUT_SEED) -> list[dict[str, Any]]:
+    """``count`` single-operation tasks whose expressions appear in no shipped split.
+
+    SFT learns from the shipped train split and stops on its test split; GRPO trains on the train
+    split; so excluding both keeps the evaluation free of anything training or stopping saw.
+    """
+    from tool_envs.calculator import default_splits, generate_splits
+
+    used = {row["extra_info"]["expression"] for rows in default_splits().values() for row in rows}
+    size = max(4 * count, 100)
+    while True:  # a longer draw at the same seed extends the same sequence of tasks
+        rows = [
+            row
+            for row in generate_splits({"heldout": size}, seed=seed)["heldout"]
+            if row["extra_info"]["difficulty"] == 1 and row["extra_info"]["expression"] not in used
+        ]
+        if len(rows) >= count:
+            return rows[:count]
+        size *= 2
+
+
+def write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Rows in storage form, one JSON object a line (readable by ``tool_envs.data.load_tasks``)."""
+    from tool_envs.data import encode_row
+
+    lines = [json.dumps(encode_row(row), sort_keys=True) for row in rows]
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------- stages
+
+
+class Stage(NamedTuple):
+    """One subprocess of the pipeline; ``folder/stage.json`` marks it finished (for --reuse).
+
+    Not a dataclass: the GRPO recipe imports this file by path without registering it in
+    ``sys.modules``, where ``@dataclass`` fails.
+    """
+
+    name: str
+    command: list[str]
+    folder: Path
+    env: Mapping[str, str] = MappingProxyType({})
+
+
+def subprocess_env(threads: int, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Pinned threads and hashing, no GPU: the same run gives the same numbers."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "OMP_NUM_THREADS": str(threads),
+            "MKL_NUM_THREADS": str(threads),
+            "TOKENIZERS_PARALLELISM": "false",
+            "PYTHONHASHSEED": "0",
+            "CUDA_VISIBLE_DEVICES": "",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
+        }
+    )
+    env.update(extra or {})
+    return env
+
+
+def run_stage(stage: Stage, threads: int, reuse: bool, logs: Path) -> tuple[float, bool]:
+    """Run a stage, or skip a finished identical one with ``reuse``: (wall seconds, reused).
+
+    Callers pass ``reuse`` only while every upstream stage was reused: a rerun SFT makes the GRPO
+    arms' commands stale although their text is unchanged.
+    """
+    marker = stage.folder / "stage.json"
+    printable = " ".join(stage.command)
+    if reuse and marker.is_file():
+        done = json.loads(marker.read_text())
+        if done.get("command") == stage.command and done.get("env") == dict(stage.env):
+            print(f"[{stage.name}] reused {stage.folder} ({done['seconds']:.0f} s when run)")
+            return float(done["seconds"]), True
+    # The recipes append to metrics.jsonl, so a stale folder would mix two runs' curves.
+    shutil.rmtree(stage.folder, ignore_errors=True)
+    log_path = logs / f"{stage.name}.log"
+    print(f"[{stage.name}] {printable}", flush=True)
+    print(f"[{stage.name}] log: {log_path}", flush=True)
+    start = time.perf_counter()
+    with log_path.open("w", encoding="utf-8") as log:
+        result = subprocess.run(
+            stage.command,
+            cwd=REPO,
+            env=subprocess_env(threads, stage.env),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    seconds = time.perf_counter() - start
+    if result.returncode != 0:
+        tail = "\n".join(log_path.read_text(encoding="utf-8").splitlines()[-30:])
+        raise SystemExit(f"[{stage.name}] failed (exit {result.returncode}):\n{tail}")
+    stage.folder.mkdir(parents=True, exist_ok=True)
+    marker.write_text(
+        json.dumps({"command": stage.command, "env": dict(stage.env), "seconds": seconds})
+    )
+    print(f"[{stage.name}] done in {seconds:.0f} s", flush=True)
+    return seconds, False
+
+
+def sft_stop_history(log_path: Path) -> list[tuple[int, float]]:
+    """The SFT stop check's (step, greedy success) points, from the recipe's output."""
+    if not log_path.is_file():
+        return []
+    pattern = re.compile(r"\bstep (\d+): greedy success on \d+ tasks = ([0-9.]+)")
+    text = log_path.read_text(encoding="utf-8")
+    return [(int(step), float(value)) for step, value in pattern.findall(text)]
+
+
+# ---------------------------------------------------------------------------- evaluation
+
+
+def evaluate(model_dir: Path, tasks: Sequence[Mapping[str, Any]], threads: int) -> list[int]:
+    """Per-task greedy success (0/1) of a saved model, in task order: paired across arms."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tool_envs.rollout import (
+        RolloutConfig,
+        RolloutEngine,
+        SamplingSettings,
+        TransformersBackend,
+    )
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    backend = TransformersBackend(model, pad_token_id=tokenizer.pad_token_id)
+    config = RolloutConfig(
+        max_completion_length=EVAL_MAX_COMPLETION, max_tokens_per_turn=EVAL_MAX_TOKENS_PER_TURN
+    )
+    greedy = SamplingSettings(temperature=0.0)
+    with torch.inference_mode(), RolloutEngine(tokenizer, backend, greedy, config) as engine:
+        rollouts = engine.run(list(tasks))
+    return [int(rollout.success) for rollout in rollouts]
+
+
+def evaluate_cached(
+    name: str, model_dir: Path, tasks: Sequence[Mapping[str, Any]], threads: int, folder: Path
+) -> tuple[list[int], float]:
+    """Evaluate once per model: the outcome file is tied to the model's stage marker."""
+    path = folder / f"{name}.json"
+    marker = model_dir / "stage.json"
+    key = marker.read_text() if marker.is_file() else None
+    task_ids = [task["extra_info"]["id"] for task in tasks]
+    if path.is_file():
+        saved = json.loads(path.read_text())
+        if saved["model_stage"] == key and saved["task_ids"] == task_ids and key is not None:
+            return saved["success"], saved["seconds"]
+    start = time.perf_counter()
+    success = evaluate(model_dir, tasks, threads)
+    seconds = time.perf_counter() - start
+    record = {"model_stage": key, "task_ids": task_ids, "success": success, "seconds": seconds}
+    path.write_text(json.dumps(record))
+    return success, seconds
+
+
+def same_weights(first: Path, second: Path) -> bool:
+    """Whether two saved models hold bit-identical tensors (the zero-LR arm should)."""
+    from safetensors.torch import load_file
+
+    a = load_file(str(first / "model.safetensors"))
+    b = load_file(str(second / "model.safetensors"))
+    return a.keys() == b.keys() and all(a[k].equal(b[k]) for k in a)
+
+
+# ---------------------------------------------------------------------------- curves
+
+
+def read_curve(metrics_path: Path, key: str = "env/success_rate") -> list[tuple[int, float]]:
+    """(step, value) of ``key`` from a recipe's metrics.jsonl."""
+    if not metrics_path.is_file():
+        return []
+    records = [json.loads(line) for line in metrics_path.read_text().splitlines() if line.strip()]
+    return [(r["step"], float(r[key])) for r in records if r.get(key) is not None]
+
+
+def sparkline(values: Sequence[float]) -> str:
+    """One character per value on a 0-1 scale."""
+    bars = " ▁▂▃▄▅▆▇█"
+    return "".join(bars[min(len(bars) - 1, round(v * (len(bars) - 1)))] for v in values)
+
+
+def print_curves(curves: Mapping[str, list[tuple[int, float]]], window: int) -> None:
+    """Smoothed training success per arm at regular steps, and a sparkline of each curve."""
+    longest = max((len(points) for points in curves.values()), default=0)
+    if not longest:
+        print("no training curves found")
+        return
+    every = max(1, longest // 15)
+    smoothed = {arm: smooth([v for _, v in points], window) for arm, points in curves.items()}
+    print(
+        f"\nTraining success of the sampled rollouts (env/success_rate, 32 per step, T=0.7), "
+        f"trailing mean over {window} steps:"
+    )
+    print(f"{'step':>6} " + " ".join(f"{arm:>9}" for arm in curves))
+    for index in range(every - 1, longest, every):
+        cells = []
+        for arm, points in curves.items():
+            cells.append(f"{smoothed[arm][index]:9.3f}" if index < len(points) else " " * 9)
+        step = next(points[index][0] for points in curves.values() if index < len(points))
+        print(f"{step:>6} " + " ".join(cells))
+    for arm, points in curves.items():
+        raw = [v for _, v in points]
+        first = sum(raw[:window]) / max(1, len(raw[:window]))
+        last = sum(raw[-window:]) / max(1, len(raw[-window:]))
+        print(
+            f"{arm:>8}: first {window} steps {first:.3f} -> last {window} steps {last:.3f}  "
+            f"|{sparkline(smoothed[arm][every - 1 :: every])}|"
+        )
+
+
+def plot(
+    curves: Mapping[str, list[tuple[int, float]]],
+    window: int,
+    before: float,
+    after: Mapping[str, float],
+    path: Path,
+) -> Path:
+    """Training curves (raw and smoothed) next to held-out greedy success before and after."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {"treated": "tab:blue", "zero-lr": "tab:gray", "placebo": "tab:red"}
+    figure, (left, right) = plt.subplots(
+        1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [2.2, 1]}
+    )
+    for arm, points in curves.items():
+        if not points:
+            continue
+        steps = [s for s, _ in points]
+        values = [v for _, v in points]
+        color = colors.get(arm)
+        left.plot(steps, values, color=color, alpha=0.25, linewidth=0.8)
+        left.plot(steps, smooth(values, window), color=color, linewidth=2, label=arm)
+    left.set_title(f"GRPO training success (sampled, mean over {window} steps)")
+    left.set_xlabel("GRPO step")
+    left.set_ylabel("env/success_rate")
+    left.set_ylim(-0.05, 1.05)
+    left.grid(alpha=0.3)
+    left.legend()
+    names = ["before (SFT)", *after]
+    heights = [before, *after.values()]
+    bar_colors = ["tab:green", *(colors.get(arm, "tab:olive") for arm in after)]
+    right.bar(names, heights, color=bar_colors)
+    for index, height in enumerate(heights):
+        right.text(index, height + 0.02, f"{height:.2f}", ha="center")
+    right.set_ylim(0, 1.1)
+    right.set_title("held-out greedy success")
+    right.tick_params(axis="x", rotation=20)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+# ---------------------------------------------------------------------------- the pipeline
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seed", type=int, default=0, help="model init, SFT, GRPO, placebo")
+    parser.add_argument("--grpo-steps", type=int, default=150)
+    parser.add_argument("--eval-tasks", type=int, default=200, help="held-out tasks per eval")
+    parser.add_argument("--out", type=Path, default=Path("outputs/learning"))
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads per process (1: see README)"
+    )
+    parser.add_argument("--quick", action="store_true", help="smoke run: a few steps, no verdict")
+    parser.add_argument("--reuse", action="store_true", help="skip stages already run identically")
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
+    return parser.parse_args(argv)
+
+
+def stages(args: argparse.Namespace, out: Path) -> tuple[Stage, Stage, dict[str, Stage]]:
+    """The tiny-model, SFT and GRPO-arm subprocesses, with every setting on the command line."""
+    python = sys.executable
+    model_dir, sft_dir = out / "tiny-model", out / "sft"
+    tiny_flags = ["--env", ENV_ID, "--out", str(model_dir), "--layers", "4", "--hidden", "128"]
+    tiny = Stage(
+        "tiny-model",
+        [python, "-m", "tool_envs.cli", "tiny-model", *tiny_flags, "--seed", str(args.seed)],
+        model_dir,
+    )
+    sft_flags = ["--model_name_or_path", str(model_dir), "--output_dir", str(sft_dir)]
+    sft_flags += ["--stop_at_success", "0.3", "--seed", str(args.seed)]
+    if args.quick:
+        sft_flags += ["--max_steps", "10", "--eval_every", "5", "--eval_tasks", "10"]
+    sft = Stage(
+        "sft", [python, "recipes/train_sft.py", "--config", str(SFT_CONFIG), *sft_flags], sft_dir
+    )
+    steps = grpo_steps(args)
+    arm_flags = {
+        "treated": [],
+        "zero-lr": ["--learning_rate", "0"],
+        "placebo": ["--reward_funcs", "benchmarks/learning.py:shuffled_env_reward"],
+    }
+    arms = {}
+    for arm in args.arms:
+        folder = out / f"grpo-{arm}-{steps}"
+        flags = ["--model_name_or_path", str(sft_dir), "--output_dir", str(folder)]
+        flags += ["--max_steps", str(steps), "--seed", str(args.seed), *arm_flags[arm]]
+        arms[arm] = Stage(
+            folder.name,
+            [python, "recipes/train_grpo.py", "--config", str(GRPO_CONFIG), *flags],
+            folder,
+            {PLACEBO_SEED_VARIABLE: str(args.seed)} if arm == "placebo" else {},
+        )
+    return tiny, sft, arms
+
+
+def grpo_steps(args: argparse.Namespace) -> int:
+    """GRPO steps per arm (two in a quick smoke run)."""
+    return 2 if args.quick else args.grpo_steps
+
+
+def results_table(
+    before: Sequence[int], after: Mapping[str, Sequence[int]]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per arm with McNemar against treated, and the table's printed lines."""
+    count = len(before)
+    lines = [
+        "| arm      | before | after | b (only treated) | c (only other) |  p-value | pass |",
+        "|----------|-------:|------:|-----------------:|---------------:|---------:|:----:|",
+    ]
+    rows = []
+    for arm, outcome in after.items():
+        row: dict[str, Any] = {"arm": arm, "before": sum(before) / count}
+        row.update(after=sum(outcome) / count, b=None, c=None, p=None, passed=None)
+        if arm != "treated" and "treated" in after:
+            b, c = discordant(after["treated"], outcome)
+            p = mcnemar_exact(b, c)
+            row.update(b=b, c=c, p=p, passed=p < ALPHA and sum(after["treated"]) > sum(outcome))
+        rows.append(row)
+        verdict = "" if row["passed"] is None else ("yes" if row["passed"] else "NO")
+        cells = [
+            f"{arm:8}",
+            f"{row['before']:6.3f}",
+            f"{row['after']:5.3f}",
+            f"{'-' if row['b'] is None else row['b']:>16}",
+            f"{'-' if row['c'] is None else row['c']:>14}",
+            f"{'-' if row['p'] is None else format(row['p'], '.2e'):>8}",
+            f"{verdict:^4}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return rows, lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    out = args.out.resolve()
+    logs, evals = out / "logs", out / "eval"
+    for folder in (out, logs, evals):
+        folder.mkdir(parents=True, exist_ok=True)
+    steps = grpo_steps(args)
+    timings: dict[str, float] = {}
+
+    start = time.perf_counter()
+    tasks = heldout_tasks(20 if args.quick else args.eval_tasks)
+    write_jsonl(out / "heldout.jsonl", tasks)
+    count = len(tasks)
+    timings["held-out tasks"] = time.perf_counter() - start
+    print(f"{count} held-out single-operation tasks (seed {HELDOUT_SEED}) -> {out}/heldout.jsonl")
+
+    tiny, sft, arms = stages(args, out)
+    timings["tiny model"], reused = run_stage(tiny, args.threads, args.reuse, logs)
+    timings["SFT"], reused = run_stage(sft, args.threads, args.reuse and reused, logs)
+    history = sft_stop_history(logs / "sft.log")
+    if history:
+        shown = ", ".join(f"step {step}: {value:.2f}" for step, value in history[-4:])
+        print(
+            f"SFT stopped after {history[-1][0]} steps; last greedy checks on its dev set: {shown}"
+        )
+
+    before, timings["eval SFT"] = evaluate_cached("sft", sft.folder, tasks, args.threads, evals)
+    print(f"before GRPO: held-out greedy success {sum(before)}/{count}", flush=True)
+    after: dict[str, list[int]] = {}
+    for arm, stage in arms.items():
+        timings[f"GRPO {arm}"], _ = run_stage(stage, args.threads, args.reuse and reused, logs)
+        after[arm], timings[f"eval {arm}"] = evaluate_cached(
+            arm, stage.folder, tasks, args.threads, evals
+        )
+        print(f"{arm}: held-out greedy success {sum(after[arm])}/{count}", flush=True)
+    timings["total"] = sum(timings.values())  # reused stages count as when they ran
+
+    print(
+        f"\nLearning benchmark: seed {args.seed}, {steps} GRPO steps per arm, {count} held-out "
+        f"tasks; exact two-sided McNemar vs treated; pass = p < {ALPHA} and treated ahead"
+    )
+    rows, lines = results_table(before, after)
+    print("\n".join(lines))
+    if "treated" in after:
+        b, c = discordant(after["treated"], before)
+        print(
+            f"treated vs its own SFT start: b={b} c={c} p={mcnemar_exact(b, c):.2e} "
+            f"({sum(before) / count:.3f} -> {sum(after['treated']) / count:.3f})"
+        )
+    if "zero-lr" in arms:
+        identical = same_weights(sft.folder, arms["zero-lr"].folder)
+        print(f"zero-LR final weights bit-identical to the SFT checkpoint: {identical}")
+    verdicts = [row["passed"] for row in rows if row["passed"] is not None]
+    passed = len(verdicts) == len(ARMS) - 1 and all(verdicts)
+    if args.quick:
+        print("quick run: plumbing only, no verdict")
+    else:
+        print(f"VERDICT: {'PASS' if passed else 'FAIL'} (treated beats both controls, p < {ALPHA})")
+
+    curves = {arm: read_curve(stage.folder / "metrics.jsonl") for arm, stage in arms.items()}
+    window = max(1, min(10, steps // 5))
+    print_curves(curves, window)
+    for arm, stage in arms.items():
+        equal = [v for _, v in read_curve(stage.folder / "metrics.jsonl", "frac_reward_zero_std")]
+        if equal:
+            share = sum(equal) / len(equal)
+            print(f"{arm:>8}: {share:.0%} of GRPO groups had equal rewards (zero advantage)")
+    rates = {arm: sum(outcome) / count for arm, outcome in after.items()}
+    png = plot(curves, window, sum(before) / count, rates, out / "learning_curves.png")
+    print(f"curves: {png}")
+
+    print("\nWall time per stage:")
+    for name, seconds in timings.items():
+        print(f"  {name:16} {seconds:7.1f} s")
+    summary = {
+        "seed": args.seed,
+        "grpo_steps": steps,
+        "eval_tasks": count,
+        "threads": args.threads,
+        "sft_stop_checks": history,
+        "rows": rows,
+        "verdict": None if args.quick else passed,
+        "timings_s": timings,
+        "commands": {stage.name: stage.command for stage in (tiny, sft, *arms.values())},
+        "curves": curves,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    return 0 if args.quick or passed else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
