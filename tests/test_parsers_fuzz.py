@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tool_envs.core.parsers import PARSERS, ParseError, ParseResult, ToolCall, get_parser
+from tool_envs.core.parsers.hermes import HermesParser
 
 FRAGMENTS = [
     "<tool_call>",
@@ -136,3 +139,30 @@ def test_near_miss_calls_never_raise(text, tool_names):
 @pytest.mark.parametrize("tool_names", [None, frozenset({"add"})])
 def test_pathological_inputs_never_raise(text, tool_names):
     check_all(text, tool_names)
+
+
+single_call_text = st.builds(
+    lambda before, call, after: f"{before}<tool_call>{call}</tool_call>{after}",
+    st.sampled_from(["", " ", "\n", "\u2003", "x"]),
+    st.builds(
+        lambda name, arguments, indent: json.dumps(
+            {"name": name, "arguments": arguments}, indent=indent
+        ),
+        st.sampled_from(["add", "search", "", "a b"]),
+        st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=8), max_size=3)
+        | st.just("{}")
+        | st.none(),
+        st.none() | st.just(2),
+    )
+    | fragment_text,
+    st.sampled_from(["", " ", "\n", "x", "<tool_call>"]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=single_call_text | call_text)
+def test_hermes_single_call_fast_path_agrees_with_the_full_scan(text):
+    parser = HermesParser()
+    fast = parser._single_call(text)
+    if fast is not None:
+        assert fast == parser._scan(text)

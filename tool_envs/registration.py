@@ -86,6 +86,24 @@ ENVS: tuple[EnvEntry, ...] = (
         description="Telecom support with dual control: the user fixes their phone as guided.",
         max_episode_steps=30,
     ),
+    EnvEntry(
+        id="tool_envs/Tau2Airline-v0",
+        entry_point="tool_envs.tau2.env:Tau2AirlineEnv",
+        description="tau2-bench airline (official tasks and policy), graded as tau2 grades it.",
+        max_episode_steps=50,
+    ),
+    EnvEntry(
+        id="tool_envs/Tau2Retail-v0",
+        entry_point="tool_envs.tau2.env:Tau2RetailEnv",
+        description="tau2-bench retail (official tasks and policy), graded as tau2 grades it.",
+        max_episode_steps=50,
+    ),
+    EnvEntry(
+        id="tool_envs/Tau2Telecom-v0",
+        entry_point="tool_envs.tau2.env:Tau2TelecomEnv",
+        description="tau2-bench telecom with the user's phone tools, graded as tau2 grades it.",
+        max_episode_steps=50,
+    ),
 )
 
 

@@ -32,8 +32,15 @@ def normalise_text(text: str) -> str:
     return text.lower().replace(",", "")
 
 
-def make_user(user: str | UserSimulator, domain: Domain, **kwargs: Any) -> UserSimulator:
-    """A user simulator from its name (``scripted``, ``llm``, ``human``) or an instance."""
+def make_user(
+    user: str | UserSimulator,
+    keywords: Mapping[str, tuple[str, ...]] | None = None,
+    **kwargs: Any,
+) -> UserSimulator:
+    """A user simulator from its name (``scripted``, ``llm``, ``human``) or an instance.
+
+    ``keywords`` are the domain's words for ``known_info`` fields (scripted users only).
+    """
     if isinstance(user, UserSimulator):
         if kwargs:
             raise EnvConfigError("user_kwargs only apply when user is given by name")
@@ -41,7 +48,7 @@ def make_user(user: str | UserSimulator, domain: Domain, **kwargs: Any) -> UserS
     if user == "scripted":
         from tool_envs.tau.users.scripted import ScriptedUser
 
-        return ScriptedUser(keywords={**domain.user_keywords, **kwargs.pop("keywords", {})})
+        return ScriptedUser(keywords={**(keywords or {}), **kwargs.pop("keywords", {})})
     if user == "llm":
         from tool_envs.tau.users.llm import LLMUser
 
@@ -104,7 +111,7 @@ class TauEnv(ToolEnv):
                 f"reward_basis={reward_basis!r} must be a non-empty list drawn from {REWARD_BASES}"
             )
         self.reward_basis = tuple(reward_basis)
-        self.user = make_user(user, self.domain, **dict(user_kwargs or {}))
+        self.user = make_user(user, self.domain.user_keywords, **dict(user_kwargs or {}))
         self._domain_tools: DomainTools = self.domain.tools()
         self._toolset = self._tools = Toolset.from_object(self._domain_tools)
         # Dual control: the user's own device tools, acting on the same episode database.

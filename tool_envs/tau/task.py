@@ -80,6 +80,10 @@ class UserScenario(BaseModel):
     persona: StrictStr = ""
     reason_for_call: StrictStr = Field(description="What the user wants, in the user's words.")
     known_info: dict[str, StrictStr] = Field(default_factory=dict)
+    known_text: StrictStr = Field(
+        default="",
+        description="What the user knows as free text (tau2's known_info), for LLM users.",
+    )
     unknown_info: StrictStr = ""
     task_instructions: StrictStr = Field(
         default="", description="What the user will and will not accept (for LLM users)."
@@ -93,7 +97,9 @@ class UserScenario(BaseModel):
     def instruction(self) -> str:
         """The whole scenario as one instruction text, for an LLM user's system prompt."""
         parts = [self.persona, f"Reason for the call: {self.reason_for_call}"]
-        if self.known_info:
+        if self.known_text:
+            parts.append(f"What you know: {self.known_text}")
+        elif self.known_info:
             known = "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in self.known_info.items())
             parts.append(f"You know: {known}.")
         if self.unknown_info:
@@ -152,6 +158,8 @@ def tau_task_row(
     scenario_json = scenario.model_dump(mode="json")
     if not scenario.user_actions:
         del scenario_json["user_actions"]
+    if not scenario.known_text:
+        del scenario_json["known_text"]
     spec_json = spec.model_dump(mode="json")
     for action in spec_json["actions"]:
         if action["requestor"] == "assistant":

@@ -6,6 +6,8 @@ so a string value may contain ``</tool_call>`` without ending the call early.
 
 from __future__ import annotations
 
+import json
+
 from tool_envs.core.parsers._common import (
     CALL_SHAPE,
     BaseParser,
@@ -45,6 +47,34 @@ class HermesParser(BaseParser):
     def detect(self, text: str, tool_names: frozenset[str] | None) -> ParseResult | None:
         if OPEN_TAG not in text:
             return None
+        single = self._single_call(text)
+        if single is not None:
+            return single
+        return self._scan(text)
+
+    def _single_call(self, text: str) -> ParseResult | None:
+        """The common turn, exactly one well-formed call and nothing else, read without the
+        general scan (half the time); anything unusual returns None and takes :meth:`_scan`,
+        which gives the same result here (``tests/test_parsers.py`` checks both agree)."""
+        block = text.strip()
+        if not (block.startswith(OPEN_TAG) and block.endswith(CLOSE_TAG)):
+            return None
+        if block.count(OPEN_TAG) != 1 or block.count(CLOSE_TAG) != 1:
+            return None
+        body = block[len(OPEN_TAG) : -len(CLOSE_TAG)]
+        if body.lstrip().startswith("```"):
+            return None
+        try:
+            value = json.loads(body)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(value, dict):
+            return None
+        call = call_from_object(value, self.name, block)
+        return finish("", [call], []) if isinstance(call, ToolCall) else None
+
+    def _scan(self, text: str) -> ParseResult:
+        """Every ``<tool_call>`` block in ``text``, well-formed or not."""
         calls: list[ToolCall] = []
         errors: list[ParseError] = []
         spans: list[tuple[int, int]] = []

@@ -104,11 +104,16 @@ class ScriptedUser(UserSimulator):
 
         A state-changing action is used up once it succeeds (a failed one, asked for too early,
         can be asked for again); a look-only one (a tool without ``writes``) can be repeated.
+        An action listed twice (reboot, then reboot again later) needs two requests.
         """
         if self._device is None:
             return ""
         reports = []
-        for action in [a for a in self._pending_actions if a.matches(agent_message)]:
+        asked = []  # the same action listed twice (a second reboot) is done once per request
+        for action in self._pending_actions:
+            if action.matches(agent_message) and action not in asked:
+                asked.append(action)
+        for action in asked:
             outcome = self._device.call(ToolCall(action.name, dict(action.arguments)))
             if outcome.error is None and self._device.toolset[action.name].writes:
                 self._pending_actions.remove(action)

@@ -1,0 +1,287 @@
+"""The official tau2-bench domains as Gymnasium envs, graded exactly as tau2 grades them.
+
+``gymnasium.make("tool_envs/Tau2Airline-v0")`` (also ``Tau2Retail-v0``, ``Tau2Telecom-v0``)
+plays one of tau2's official tasks: tau2's policy in the system prompt, tau2's tool schemas,
+tool calls executed by tau2's own environment objects, and a user from our simulators
+(scripted by default; ``user="llm"`` for any OpenAI-compatible model). In telecom the user has
+tau2's phone tools. The reward is tau2's (see :mod:`tool_envs.tau2.reward`), computed in
+milliseconds instead of tau2's 0.4-1.0 s, and ``tests/test_tau2_parity.py`` checks it against
+tau2's ``evaluate_simulation`` on every official task.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, ClassVar
+
+from gymnasium.error import ResetNeeded
+
+from tool_envs.core.env import TaskSource, ToolEnv
+from tool_envs.core.messages import Message
+from tool_envs.core.messages import user as user_message
+from tool_envs.core.parsers import ToolCallParser
+from tool_envs.core.parsers.base import ToolCall
+from tool_envs.core.tools import Toolset
+from tool_envs.errors import EnvConfigError
+from tool_envs.tau.env import make_user
+from tool_envs.tau.task import parse_scenario
+from tool_envs.tau.users.base import STOP, DeviceTools, UserSimulator
+from tool_envs.tau2.domains import SPLITS, Tau2Domain, import_tau2, load_domain
+from tool_envs.tau2.episode import EpisodeState, gold_deltas, prepare
+from tool_envs.tau2.reward import NLJudge, compute_reward, resolve_basis
+from tool_envs.tau2.rows import USER_KEYWORDS, load_tau2_tasks, tau2_task, user_action_instruction
+from tool_envs.tau2.state import WriteGate
+from tool_envs.tau2.tools import Executed, Tau2Toolset, execute
+from tool_envs.tau2.trajectory import to_tau2_messages
+
+USER_STOPS = (STOP, "###TRANSFER###", "###OUT-OF-SCOPE###")
+
+
+class Tau2Env(ToolEnv):
+    """One official tau2-bench task per episode, rewarded exactly as tau2's evaluator does.
+
+    The episode ends when the user stops (``###STOP###``, ``###TRANSFER###`` or
+    ``###OUT-OF-SCOPE###``; reward computed), after ``max_errors`` failed tool calls (reward 0,
+    as in tau2), or at the registered turn limit (truncated, reward 0).
+
+    Args:
+        tasks: Task rows or a source for :func:`tool_envs.data.load_tasks`; default: the
+            official ``split`` of the domain.
+        split: Which official split is the default task set (``train``, ``test``, ``base``;
+            telecom also ``small`` and ``full``).
+        parser: Tool-call parser name or instance.
+        render_mode: None or ``"ansi"``.
+        user: ``"scripted"`` (offline, deterministic), ``"llm"``, ``"human"`` or a
+            :class:`~tool_envs.tau.users.base.UserSimulator`.
+        user_kwargs: Arguments for the user simulator (``model``, ``base_url``, ``strategy``...).
+        reward_basis: ``"task"`` (each task's own basis, tau2's default), ``"strict"`` (adds
+            ``ACTION``, closing the do-nothing exploit) or a list of basis names.
+        nl_judge: Callable that judges NL assertions; without one NL_ASSERTION is not scored.
+        max_errors: Failed tool calls that end the episode with reward 0 (tau2: 10).
+    """
+
+    domain_name: ClassVar[str]
+
+    def __init__(
+        self,
+        *,
+        tasks: TaskSource | None = None,
+        split: str = "train",
+        parser: str | ToolCallParser = "auto",
+        render_mode: str | None = None,
+        user: str | UserSimulator = "scripted",
+        user_kwargs: Mapping[str, Any] | None = None,
+        reward_basis: str | Sequence[str] = "task",
+        nl_judge: NLJudge | None = None,
+        max_errors: int = 10,
+    ):
+        super().__init__(tasks=tasks, parser=parser, render_mode=render_mode)
+        resolve_basis(reward_basis, ())  # fail at construction on a bad option
+        if max_errors < 1:
+            raise EnvConfigError(f"max_errors must be at least 1, got {max_errors}")
+        if split not in SPLITS[self.domain_name]:
+            raise EnvConfigError(
+                f"tau2 {self.domain_name} has no split {split!r}; "
+                f"choose one of {SPLITS[self.domain_name]}"
+            )
+        self.domain: Tau2Domain = load_domain(self.domain_name)
+        self.split = split
+        self.reward_basis = reward_basis
+        self.nl_judge = nl_judge
+        self.max_errors = max_errors
+        self.user = make_user(user, USER_KEYWORDS, **dict(user_kwargs or {}))
+        self._environment = self.domain.new_environment()
+        self._gate = WriteGate()
+        self._toolset = self._agent_tools = Tau2Toolset(self.domain, "assistant", self._run)
+        self._device: DeviceTools | None = None
+        if self.domain.user_base is not None:
+            self._device = DeviceTools(Tau2Toolset(self.domain, "user", self._run))
+        self._tau2_task: Any = None
+        self._state: EpisodeState | None = None
+        self._agent_calls: list[Executed] = []
+        self._user_calls: list[tuple[int, Executed]] = []
+        self._executed: list[Executed] = []  # every call, agent and user, in order
+        self._errors = 0
+        self._termination: str | None = None
+
+    # ----------------------------------------------------------------------- ToolEnv hooks
+
+    def default_tasks(self) -> Sequence[Mapping[str, Any]]:
+        return load_tau2_tasks(self.domain_name, self.split)
+
+    def task_splits(self) -> Mapping[str, Sequence[Mapping[str, Any]]]:
+        return _LazySplits(self.domain)
+
+    def gold_turns(self, task: Mapping[str, Any]) -> list[str] | None:
+        """Each gold action as one turn (a user-side action as a request to the user), then a
+        message with everything the task requires the agent to communicate."""
+        criteria = task["reward_spec"].get("evaluation_criteria") or {}
+        turns = []
+        for action in criteria.get("actions") or []:
+            if action.get("requestor", "assistant") == "user":
+                ask = user_action_instruction(action["name"], action.get("arguments") or {})
+                turns.append(f"Please {ask} now, then tell me what you see.")
+            else:
+                call = {"name": action["name"], "arguments": action.get("arguments") or {}}
+                turns.append("<tool_call>\n" + json.dumps(call) + "\n</tool_call>")
+        said = criteria.get("communicate_info") or []
+        turns.append("All done." + (" For your information: " + "; ".join(said) if said else ""))
+        return turns
+
+    def _start_episode(self, task: dict[str, Any]) -> Toolset:
+        self._tau2_task = tau2_task(self.domain_name, task)
+        scenario = parse_scenario(task["extra_info"])
+        self._state = prepare(self.domain, self._tau2_task, self._environment, self._gate)
+        self._agent_calls = []
+        self._user_calls = []
+        self._executed = []
+        self._errors = 0
+        self._termination = None
+        if self._device is not None:
+            self._device.calls.clear()
+        opening = next((m["content"] for m in task["prompt"] if m["role"] == "user"), "")
+        self.user.start(scenario, opening, self._device)
+        return self._agent_tools
+
+    def _run(self, call: ToolCall, requestor: str) -> tuple[Executed, bool]:
+        """Execute a call of the agent or the user; True when it ends the episode (tau2 stops
+        a run once ``max_errors`` tool calls have failed)."""
+        content, error = execute(
+            self._environment, self._gate, self.domain.tool_types[requestor], call, requestor
+        )
+        call_id = call.id or f"{requestor}_call_{len(self._agent_calls) + len(self._user_calls)}"
+        executed = Executed(requestor, call_id, call.name, call.arguments, content, error)
+        if requestor == "user":
+            self._user_calls.append((len(self._messages), executed))
+        else:
+            self._agent_calls.append(executed)
+        self._executed.append(executed)
+        self._errors += error
+        if self._errors >= self.max_errors and self._termination is None:
+            self._termination = "too_many_errors"
+        return executed, self._termination == "too_many_errors"
+
+    def _on_reply(self, content: str) -> tuple[list[Message], bool]:
+        answer = self.user.reply(content)
+        if self._termination is None and any(stop in answer for stop in USER_STOPS):
+            self._termination = "user_stop"
+        return [user_message(answer)], self._termination is not None
+
+    def _compute_reward(self) -> tuple[float, dict[str, Any]]:
+        assert self._state is not None and self._termination is not None
+        task = self._tau2_task
+        reward, info = compute_reward(
+            task=task,
+            basis_option=self.reward_basis,
+            termination=self._termination,
+            state=self._state,
+            gold=gold_deltas(self.domain, task),
+            environment=self._environment,
+            gate=self._gate,
+            tau2_messages=self.tau2_messages(),
+            conversation=self._messages,
+            nl_judge=self.nl_judge,
+        )
+        info["user_usage"] = self.user.usage.as_dict()
+        if self._device is not None:
+            info["user_device_calls"] = [
+                {"name": c.name, "arguments": c.arguments, "error": c.error}
+                for _, c in self._user_calls
+            ]
+        return reward, info
+
+    def close(self) -> None:
+        super().close()
+        self.user.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle without the shared domain and databases: a clone rebuilds its episode by
+        replaying the calls made so far on fresh databases (as tau2's ``set_state`` does)."""
+        state = dict(self.__dict__)
+        for shared in ("domain", "_environment", "_gate", "_state"):
+            state.pop(shared)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.domain = load_domain(self.domain_name)
+        self._environment = self.domain.new_environment()
+        self._gate = WriteGate()
+        self._state = None
+        if self._tau2_task is not None:
+            self._state = prepare(self.domain, self._tau2_task, self._environment, self._gate)
+            for done in self._executed:
+                call = ToolCall(name=done.name, arguments=dict(done.arguments), id=done.call_id)
+                types = self.domain.tool_types[done.requestor]
+                execute(self._environment, self._gate, types, call, done.requestor)
+
+    # ----------------------------------------------------------------------- tau2 interop
+
+    @property
+    def tau2_task(self) -> Any:
+        """The tau2 ``Task`` of the current episode."""
+        return self._tau2_task
+
+    @property
+    def termination(self) -> str | None:
+        """``user_stop``, ``too_many_errors`` or None while the episode runs (or was truncated)."""
+        return self._termination
+
+    def tau2_messages(self) -> list[Any]:
+        """The episode so far as tau2 messages, user device calls included."""
+        return to_tau2_messages(self._messages, self._agent_calls, self._user_calls)
+
+    def tau2_simulation(self) -> Any:
+        """The episode as a tau2 ``SimulationRun``: save it with tau2's tools or grade it with
+        ``tau2.evaluator.evaluator.evaluate_simulation``. An episode still running (or cut by
+        the turn limit) counts as ``max_steps``."""
+        if self._tau2_task is None:
+            raise ResetNeeded("tau2_simulation() needs an episode; call reset() first")
+        simulation = import_tau2("tau2.data_model.simulation")
+        now = datetime.now(timezone.utc).isoformat()
+        return simulation.SimulationRun(
+            id=f"{self._tau2_task.id}-{uuid.uuid4().hex[:8]}",
+            task_id=self._tau2_task.id,
+            start_time=now,
+            end_time=now,
+            duration=0.0,
+            termination_reason=self._termination or "max_steps",
+            messages=self.tau2_messages(),
+        )
+
+
+class _LazySplits(Mapping[str, Sequence[Mapping[str, Any]]]):
+    """Splits are converted only when asked for (telecom's ``full`` has 2,285 tasks)."""
+
+    def __init__(self, domain: Tau2Domain):
+        self._domain = domain
+        self._rows: dict[str, list[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, split: str) -> Sequence[Mapping[str, Any]]:
+        with self._lock:
+            if split not in self._rows:
+                self._rows[split] = load_tau2_tasks(self._domain.name, split)
+            return self._rows[split]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(SPLITS[self._domain.name])
+
+    def __len__(self) -> int:
+        return len(SPLITS[self._domain.name])
+
+
+class Tau2AirlineEnv(Tau2Env):
+    domain_name = "airline"
+
+
+class Tau2RetailEnv(Tau2Env):
+    domain_name = "retail"
+
+
+class Tau2TelecomEnv(Tau2Env):
+    domain_name = "telecom"
