@@ -2,14 +2,15 @@
 
     python benchmarks/tau2.py [--tasks 10] [--domains airline retail telecom]
 
-For each domain, over the gold episodes of ``--tasks`` base tasks (scripted user):
+For each domain (gold episodes, scripted user):
 
-- reward: our reward computation at the end of an episode, the first time for a task (it also
-  replays the gold actions) and again (gold cached); next to tau2's ``evaluate_simulation`` on
-  the same episode (the baseline, measured in the same run);
-- step: one ``env.step`` whose turn is one gold tool call written as a Hermes call (parse, run
-  through tau2's environment, record), next to tau2's ``Environment.get_response`` for the same
-  call on tau2's own environment in the same state; overhead = ours / tau2's - 1;
+- reward, over ``--tasks`` base tasks: our reward computation at the end of an episode, the
+  first time for a task (it also replays the gold actions) and again (gold cached); next to
+  tau2's ``evaluate_simulation`` on the same episode (the baseline, measured in the same run);
+- step: every agent call of every base task's gold, one ``env.step`` each, written as a Hermes
+  call (parse, run through tau2's environment, record) and as a chat-API message (no parsing),
+  next to tau2's ``Environment.get_response`` for the same call on tau2's own environment in
+  the same state; overhead = median ours / median tau2's - 1;
 - reset: ``env.reset`` on a task, next to building tau2's environment for it;
 - no-op: the share of ALL base tasks a do-nothing agent passes, under the tasks' own basis and
   under ``reward_basis="strict"`` (adds ACTION).
@@ -35,6 +36,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 from tool_envs.tau2.domains import import_tau2  # noqa: E402
 from tool_envs.tau2.env import Tau2AirlineEnv, Tau2Env, Tau2RetailEnv, Tau2TelecomEnv  # noqa: E402
+from tool_envs.tau2.episode import clear_gold_cache  # noqa: E402
 from tool_envs.tau2.rows import load_tau2_tasks  # noqa: E402
 
 ENVS: dict[str, type[Tau2Env]] = {
@@ -56,11 +58,28 @@ def median_us(values: list[float]) -> float:
     return statistics.median(values) * 1e6
 
 
-def play_gold(env: Tau2Env, row: dict[str, Any], step_times: list[float]) -> None:
-    """Play the gold turns; time the steps that are one agent tool call."""
+def as_chat_message(turn: str) -> dict[str, Any] | str:
+    """A Hermes tool-call turn as the assistant message a chat API returns (no text to parse)."""
+    if not turn.startswith("<tool_call>"):
+        return turn
+    call = json.loads(turn.removeprefix("<tool_call>").removesuffix("</tool_call>"))
+    function = {"name": call["name"], "arguments": call["arguments"]}
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": function}],
+    }
+
+
+def play_gold(
+    env: Tau2Env, row: dict[str, Any], step_times: list[float], chat: bool = False
+) -> None:
+    """Play the gold turns (as text, or as chat-API messages); time the steps that are one
+    agent tool call."""
     env.reset(options={"task": row})
     for turn in env.gold_turns(row) or []:
-        seconds, (_, _, terminated, _, _) = timed(lambda t=turn: env.step(t))
+        action = as_chat_message(turn) if chat else turn
+        seconds, (_, _, terminated, _, _) = timed(lambda a=action: env.step(a))
         if turn.startswith("<tool_call>"):
             step_times.append(seconds)
         if terminated:
@@ -110,16 +129,19 @@ def measure(domain: str, tasks: int) -> dict[str, Any]:
     rows = load_tau2_tasks(domain, "base")
     sample = rows[:: max(1, len(rows) // tasks)][:tasks]
     ours_step: list[float] = []
+    chat_step: list[float] = []
     tau2_step: list[float] = []
+    for row in rows:  # steps: every agent call of every base task's gold
+        play_gold(env, row, chat_step, chat=True)
+        play_gold(env, row, ours_step)
+        tau2_get_response_times(domain, env, tau2_step)
     reward_cold, reward_warm, reward_tau2, reset_ours, reset_tau2 = [], [], [], [], []
     for row in sample:
         reset_ours.append(timed(lambda r=row: env.reset(options={"task": r}))[0])
         reset_tau2.append(timed(module.get_environment)[0])
-        play_gold(env, row, ours_step)
+        play_gold(env, row, [])
         # the final step computed the reward; time the computation alone, cold then warm
-        from tool_envs.tau2 import episode
-
-        episode._gold_cache.clear()
+        clear_gold_cache()
         reward_cold.append(timed(env._compute_reward)[0])
         reward_warm.append(timed(env._compute_reward)[0])
         simulation = env.tau2_simulation()
@@ -133,9 +155,12 @@ def measure(domain: str, tasks: int) -> dict[str, Any]:
             )
         )
         reward_tau2.append(seconds)
-        tau2_get_response_times(domain, env, tau2_step)
     noop_task, noop_strict = no_op_rates(env, rows)
-    step_ours, step_tau2 = median_us(ours_step), median_us(tau2_step)
+    step_ours, step_chat, step_tau2 = (
+        median_us(ours_step),
+        median_us(chat_step),
+        median_us(tau2_step),
+    )
     return {
         "domain": domain,
         "tasks": len(sample),
@@ -145,6 +170,9 @@ def measure(domain: str, tasks: int) -> dict[str, Any]:
         "step us": step_ours,
         "tau2 get_response us": step_tau2,
         "step overhead": step_ours / step_tau2 - 1,
+        "chat step us": step_chat,
+        "chat step overhead": step_chat / step_tau2 - 1,
+        "agent calls": len(ours_step),
         "reset ms": statistics.median(reset_ours) * 1e3,
         "tau2 new env ms": statistics.median(reset_tau2) * 1e3,
         "no-op pass (task basis)": noop_task,
@@ -163,19 +191,31 @@ def main() -> None:
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    print(
-        "| domain | tasks | reward cold / warm ms | tau2 evaluate ms | step us | "
-        "tau2 get_response us | step overhead | reset ms | tau2 new env ms | "
-        "no-op pass: task basis / strict |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| domain | reward cold / warm ms | tau2 evaluate ms | reset ms | tau2 new env ms |")
+    print("|---|---:|---:|---:|---:|")
     for r in results:
         print(
-            f"| {r['domain']} | {r['tasks']} | {r['reward cold ms']:.2f} / "
-            f"{r['reward warm ms']:.2f} | {r['tau2 evaluate ms']:.0f} | {r['step us']:.0f} | "
-            f"{r['tau2 get_response us']:.0f} | {r['step overhead']:+.0%} | {r['reset ms']:.2f} | "
-            f"{r['tau2 new env ms']:.0f} | {r['no-op pass (task basis)']:.1%} / "
-            f"{r['no-op pass (strict)']:.1%} of {r['base tasks']} |"
+            f"| {r['domain']} ({r['tasks']} tasks) | {r['reward cold ms']:.2f} / "
+            f"{r['reward warm ms']:.2f} | {r['tau2 evaluate ms']:.0f} | {r['reset ms']:.2f} | "
+            f"{r['tau2 new env ms']:.0f} |"
+        )
+    print(
+        "\n| domain | agent calls | tau2 get_response us | step us (text) | overhead | "
+        "step us (chat message) | overhead |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for r in results:
+        print(
+            f"| {r['domain']} | {r['agent calls']} | {r['tau2 get_response us']:.0f} | "
+            f"{r['step us']:.0f} | {r['step overhead']:+.0%} | {r['chat step us']:.0f} | "
+            f"{r['chat step overhead']:+.0%} |"
+        )
+    print("\n| domain | base tasks | no-op pass, task basis | no-op pass, strict |")
+    print("|---|---:|---:|---:|")
+    for r in results:
+        print(
+            f"| {r['domain']} | {r['base tasks']} | {r['no-op pass (task basis)']:.1%} | "
+            f"{r['no-op pass (strict)']:.1%} |"
         )
     worst_reward = max(max(r["reward cold ms"], r["reward warm ms"]) for r in results) / 1e3
     worst_overhead = max(r["step overhead"] for r in results)

@@ -106,6 +106,12 @@ _gold_cache: dict[tuple[str, str], tuple[DatabaseDelta, DatabaseDelta | None]] =
 _gold_lock = threading.Lock()
 
 
+def clear_gold_cache() -> None:
+    """Forget the gold states computed so far (memory; benchmarks timing a first reward)."""
+    with _gold_lock:
+        _gold_cache.clear()
+
+
 def gold_deltas(domain: Tau2Domain, task: Any) -> tuple[DatabaseDelta, DatabaseDelta | None]:
     """The databases after the task's gold actions, computed once per task and process."""
     criteria = task.evaluation_criteria

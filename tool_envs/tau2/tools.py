@@ -10,8 +10,7 @@ tool's method is called directly instead of through ``make_tool_call``'s dispatc
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.core.tools import Tool, ToolOutcome, Toolset
@@ -22,9 +21,9 @@ from tool_envs.tau2.state import WriteGate
 _DISPATCH_ARGUMENTS = frozenset({"tool_name", "requestor"})
 
 
-@dataclass(frozen=True)
-class Executed:
-    """One tool call as tau2 records it: the call and the ``ToolMessage`` content/error."""
+class Executed(NamedTuple):
+    """One tool call as tau2 records it: the call and the ``ToolMessage`` content/error (a
+    tuple: one is made per call, and a frozen dataclass costs several times more to build)."""
 
     requestor: str
     call_id: str
