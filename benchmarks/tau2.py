@@ -218,13 +218,17 @@ def main() -> None:
             f"{r['no-op pass (strict)']:.1%} |"
         )
     worst_reward = max(max(r["reward cold ms"], r["reward warm ms"]) for r in results) / 1e3
-    worst_overhead = max(r["step overhead"] for r in results)
+    # Like for like: get_response takes a structured call, as a chat API returns it. Reading
+    # the call out of raw text is extra work tau2 never does; its cost is printed too.
+    worst_overhead = max(r["chat step overhead"] for r in results)
+    worst_text = max(r["step overhead"] for r in results)
     reward_ok = "met" if worst_reward <= GOAL_REWARD_S else "MISSED"
     step_ok = "met" if worst_overhead <= GOAL_STEP_OVERHEAD else "MISSED"
     print(
         f"\ngoals: reward <= {GOAL_REWARD_S} s per task: {reward_ok} "
-        f"(worst {worst_reward * 1e3:.1f} ms); step overhead <= {GOAL_STEP_OVERHEAD:.0%}: "
-        f"{step_ok} (worst {worst_overhead:+.0%})"
+        f"(worst {worst_reward * 1e3:.1f} ms); step overhead <= {GOAL_STEP_OVERHEAD:.0%} with "
+        f"structured calls: {step_ok} (worst {worst_overhead:+.0%}; with calls parsed from "
+        f"text, worst {worst_text:+.0%})"
     )
 
 

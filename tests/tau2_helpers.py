@@ -108,3 +108,17 @@ def describe(row: Mapping[str, Any], kind: str, ours: Any, theirs: Any) -> str:
     return (
         f"{row['extra_info']['id']} ({kind}): ours {json.dumps(ours)} vs tau2 {json.dumps(theirs)}"
     )
+
+
+def chat_reply(request: Any, text: str) -> tuple[int, dict[str, Any]]:
+    """A chat-completions answer (for search_helpers.json_server) whose message is ``text``."""
+    return 200, {
+        "id": "chatcmpl-judge",
+        "object": "chat.completion",
+        "created": 0,
+        "model": request.body["model"],
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
+    }

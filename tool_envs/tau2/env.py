@@ -32,6 +32,7 @@ from tool_envs.tau.task import parse_scenario
 from tool_envs.tau.users.base import STOP, DeviceTools, UserSimulator
 from tool_envs.tau2.domains import SPLITS, Tau2Domain, import_tau2, load_domain
 from tool_envs.tau2.episode import EpisodeState, gold_deltas, prepare
+from tool_envs.tau2.judge import OpenAIJudge
 from tool_envs.tau2.reward import NLJudge, compute_reward, resolve_basis
 from tool_envs.tau2.rows import USER_KEYWORDS, load_tau2_tasks, tau2_task, user_action_instruction
 from tool_envs.tau2.state import WriteGate
@@ -60,7 +61,10 @@ class Tau2Env(ToolEnv):
         user_kwargs: Arguments for the user simulator (``model``, ``base_url``, ``strategy``...).
         reward_basis: ``"task"`` (each task's own basis, tau2's default), ``"strict"`` (adds
             ``ACTION``, closing the do-nothing exploit) or a list of basis names.
-        nl_judge: Callable that judges NL assertions; without one NL_ASSERTION is not scored.
+        nl_judge: Judge of NL assertions: OpenAI-compatible settings (``{"model": ...,
+            "base_url": ..., "api_key": ...}``, see :class:`~tool_envs.tau2.judge.OpenAIJudge`)
+            or a callable ``(assertions, conversation) -> list[bool]``. Without one,
+            NL_ASSERTION is reported as not scored.
         max_errors: Failed tool calls that end the episode with reward 0 (tau2: 10).
     """
 
@@ -76,7 +80,7 @@ class Tau2Env(ToolEnv):
         user: str | UserSimulator = "scripted",
         user_kwargs: Mapping[str, Any] | None = None,
         reward_basis: str | Sequence[str] = "task",
-        nl_judge: NLJudge | None = None,
+        nl_judge: NLJudge | Mapping[str, Any] | None = None,
         max_errors: int = 10,
     ):
         super().__init__(tasks=tasks, parser=parser, render_mode=render_mode)
@@ -91,6 +95,13 @@ class Tau2Env(ToolEnv):
         self.domain: Tau2Domain = load_domain(self.domain_name)
         self.split = split
         self.reward_basis = reward_basis
+        if isinstance(nl_judge, Mapping):
+            nl_judge = OpenAIJudge(**nl_judge)
+        elif nl_judge is not None and not callable(nl_judge):
+            raise EnvConfigError(
+                "nl_judge must be OpenAI-compatible settings (a dict with 'model', ...) or a "
+                f"callable (assertions, conversation) -> list[bool]; got {type(nl_judge).__name__}"
+            )
         self.nl_judge = nl_judge
         self.max_errors = max_errors
         self.user = make_user(user, USER_KEYWORDS, **dict(user_kwargs or {}))
@@ -102,9 +113,9 @@ class Tau2Env(ToolEnv):
             self._device = DeviceTools(Tau2Toolset(self.domain, "user", self._run))
         self._tau2_task: Any = None
         self._state: EpisodeState | None = None
-        self._agent_calls: list[Executed] = []
-        self._user_calls: list[tuple[int, Executed]] = []
-        self._executed: list[Executed] = []  # every call, agent and user, in order
+        # every call, agent's and user's, in order, with the index of the conversation
+        # message it came before (a user's device call is not in the agent's conversation)
+        self._calls: list[tuple[int, Executed]] = []
         self._errors = 0
         self._termination: str | None = None
 
@@ -136,9 +147,7 @@ class Tau2Env(ToolEnv):
         self._tau2_task = tau2_task(self.domain_name, task)
         scenario = parse_scenario(task["extra_info"])
         self._state = prepare(self.domain, self._tau2_task, self._environment, self._gate)
-        self._agent_calls = []
-        self._user_calls = []
-        self._executed = []
+        self._calls = []
         self._errors = 0
         self._termination = None
         if self._device is not None:
@@ -153,13 +162,9 @@ class Tau2Env(ToolEnv):
         content, error = execute(
             self._environment, self._gate, self.domain.tool_types[requestor], call, requestor
         )
-        call_id = call.id or f"{requestor}_call_{len(self._agent_calls) + len(self._user_calls)}"
+        call_id = call.id or f"{requestor}_call_{len(self._calls)}"
         executed = Executed(requestor, call_id, call.name, call.arguments, content, error)
-        if requestor == "user":
-            self._user_calls.append((len(self._messages), executed))
-        else:
-            self._agent_calls.append(executed)
-        self._executed.append(executed)
+        self._calls.append((len(self._messages), executed))
         self._errors += error
         if self._errors >= self.max_errors and self._termination is None:
             self._termination = "too_many_errors"
@@ -174,6 +179,7 @@ class Tau2Env(ToolEnv):
     def _compute_reward(self) -> tuple[float, dict[str, Any]]:
         assert self._state is not None and self._termination is not None
         task = self._tau2_task
+        judged_before = dict(self.nl_judge.usage) if isinstance(self.nl_judge, OpenAIJudge) else {}
         reward, info = compute_reward(
             task=task,
             basis_option=self.reward_basis,
@@ -187,10 +193,13 @@ class Tau2Env(ToolEnv):
             nl_judge=self.nl_judge,
         )
         info["user_usage"] = self.user.usage.as_dict()
+        if isinstance(self.nl_judge, OpenAIJudge):  # this episode's judge calls and tokens
+            info["judge_usage"] = {k: v - judged_before[k] for k, v in self.nl_judge.usage.items()}
         if self._device is not None:
             info["user_device_calls"] = [
                 {"name": c.name, "arguments": c.arguments, "error": c.error}
-                for _, c in self._user_calls
+                for _, c in self._calls
+                if c.requestor == "user"
             ]
         return reward, info
 
@@ -214,7 +223,7 @@ class Tau2Env(ToolEnv):
         self._state = None
         if self._tau2_task is not None:
             self._state = prepare(self.domain, self._tau2_task, self._environment, self._gate)
-            for done in self._executed:
+            for _, done in self._calls:
                 call = ToolCall(name=done.name, arguments=dict(done.arguments), id=done.call_id)
                 types = self.domain.tool_types[done.requestor]
                 execute(self._environment, self._gate, types, call, done.requestor)
@@ -233,7 +242,7 @@ class Tau2Env(ToolEnv):
 
     def tau2_messages(self) -> list[Any]:
         """The episode so far as tau2 messages, user device calls included."""
-        return to_tau2_messages(self._messages, self._agent_calls, self._user_calls)
+        return to_tau2_messages(self._messages, self._calls)
 
     def tau2_simulation(self) -> Any:
         """The episode as a tau2 ``SimulationRun``: save it with tau2's tools or grade it with

@@ -5,8 +5,9 @@
 - otherwise the product of the bases: ``DB`` (agent and user databases equal the gold replay's),
   ``ENV_ASSERTION`` (tau2's assertion functions on the final environment), ``ACTION`` (every
   gold action matched by a call, tau2's ``compare_args`` rule), ``COMMUNICATE`` (every
-  ``communicate_info`` string in some agent message), ``NL_ASSERTION`` (an LLM judge; without
-  one it is reported as not scored and left out of the product).
+  ``communicate_info`` string in some agent message), ``NL_ASSERTION`` (an LLM judge, see
+  :mod:`tool_envs.tau2.judge`; without one it is reported as not scored and left out of the
+  product; a judge that fails scores 0 and says why).
 
 DB equality is decided on copy-on-write deltas (:mod:`tool_envs.tau2.state`); ACTION and
 COMMUNICATE are tau2's own evaluators, run on the episode's tau2 messages.
@@ -132,11 +133,13 @@ def compute_reward(
     # NL_ASSERTION: only with a judge
     assertions = list(criteria.nl_assertions or [])
     if "NL_ASSERTION" in basis and assertions and nl_judge is not None:
-        verdicts = [bool(v) for v in nl_judge(assertions, conversation)]
-        if len(verdicts) != len(assertions):
-            raise EnvConfigError(
-                f"nl_judge returned {len(verdicts)} verdicts for {len(assertions)} assertions"
-            )
+        try:
+            verdicts = [bool(v) for v in nl_judge(assertions, conversation)]
+            if len(verdicts) != len(assertions):
+                raise ValueError(f"{len(verdicts)} verdicts for {len(assertions)} assertions")
+        except Exception as exc:  # a judge that fails scores 0: never a free pass, never a crash
+            info["nl_judge_error"] = f"{type(exc).__name__}: {exc}"
+            verdicts = [False] * len(assertions)
         info["nl_assertions"] = [
             {"assertion": a, "met": v} for a, v in zip(assertions, verdicts, strict=True)
         ]

@@ -18,22 +18,20 @@ from tool_envs.tau2.tools import Executed
 
 
 def to_tau2_messages(
-    conversation: Sequence[Message],
-    agent_calls: Sequence[Executed],
-    user_calls: Sequence[tuple[int, Executed]],
+    conversation: Sequence[Message], calls: Sequence[tuple[int, Executed]]
 ) -> list[Any]:
     """tau2 ``Message`` objects for ``conversation`` (system messages left out: tau2 keeps the
     policy outside the trajectory).
 
-    ``agent_calls`` are the agent's executed calls in order (a call that never ran, e.g. a
-    malformed one, has no tau2 counterpart); ``user_calls`` are (index in ``conversation``,
-    call) pairs: the user made the call just before that message. Calls are matched to
-    messages in order, so ids a model repeats across turns cannot mix them up.
+    ``calls`` are the executed calls in order, as (index in ``conversation``, call): a user's
+    device call was made just before that message; an agent's call belongs to an assistant
+    message (a call that never ran, e.g. a malformed one, has no tau2 counterpart). Agent calls
+    are matched to messages in order, so ids a model repeats across turns cannot mix them up.
     """
     message = import_tau2("tau2.data_model.message")
     out: list[Any] = []
-    pending = deque(sorted(user_calls, key=lambda pair: pair[0]))
-    queue = deque(agent_calls)
+    pending = deque(pair for pair in calls if pair[1].requestor == "user")
+    queue = deque(call for _, call in calls if call.requestor == "assistant")
     awaiting: deque[Executed] = deque()
     for index, item in enumerate(conversation):
         while pending and pending[0][0] <= index:
