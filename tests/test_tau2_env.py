@@ -113,6 +113,14 @@ def test_known_info_prose_becomes_fields_and_the_opening_is_first_person():
         "Hi! I want to cancel reservation EHGLP3."
     )
     assert opening_line("Your mobile data is not working.") == "Hi! My mobile data is not working."
+    assert opening_line("You mobile data is not working.") == "Hi! My mobile data is not working."
+    assert opening_line("You are unable to send MMS.") == "Hi! I am unable to send MMS."
+    assert opening_line("An agent told you that you can, and you agreed.") == (
+        "Hi! An agent told me that I can, and I agreed."
+    )
+    assert opening_line("You want X on the next day (i.e. May 2). Then Y.") == (
+        "Hi! I want X on the next day (i.e. May 2)."
+    )
 
 
 def test_bad_options_fail_at_construction():

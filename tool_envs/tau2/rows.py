@@ -54,6 +54,11 @@ _PRONOUNS = {
     "yours": "mine",
     "yourself": "myself",
 }
+_CLAUSE_STARTS = frozenset(
+    {"and", "but", "so", "if", "when", "because", "since", "as", "then", "while", "or", "that"}
+)
+_SENTENCE_END = re.compile(r"(?<!i\.e\.)(?<!e\.g\.)(?<=[.!?])\s+")
+_YOU_AS_YOUR = re.compile(r"\bYou (?=(?:[a-z]+ ){1,2}(?:is|are|has|was)\b)")
 _PRONOUN = re.compile(r"\b(" + "|".join(sorted(_PRONOUNS, key=len, reverse=True)) + r")\b", re.I)
 
 
@@ -70,10 +75,19 @@ def parse_known_info(text: str) -> dict[str, str]:
 def opening_line(reason_for_call: str) -> str:
     """The user's first message: the first sentence of the reason for the call, in the first
     person ("You want to cancel reservation EHGLP3." -> "Hi! I want to cancel ...")."""
-    first = re.split(r"(?<=[.!?])\s+", reason_for_call.strip(), maxsplit=1)[0]
+    first = _SENTENCE_END.split(reason_for_call.strip(), maxsplit=1)[0]
+    first = _YOU_AS_YOUR.sub("Your ", first)  # tau2 writes "You mobile data is not working."
 
     def swap(match: re.Match[str]) -> str:
         word = _PRONOUNS[match.group(1).lower()]
+        before = match.string[: match.start()].rstrip()
+        if (
+            word == "I"
+            and before
+            and not before.endswith(",")
+            and (before.split()[-1].lower() not in _CLAUSE_STARTS)
+        ):
+            word = "me"  # "told you that" -> "told me that"
         return word if match.start() else word[0].upper() + word[1:]
 
     return "Hi! " + _PRONOUN.sub(swap, first)
