@@ -7,6 +7,7 @@ initialization data and actions, a final ``sync_tools``; gold actions run with
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -133,12 +134,10 @@ def gold_deltas(domain: Tau2Domain, task: Any) -> tuple[DatabaseDelta, DatabaseD
     for action in (criteria.actions or []) if criteria is not None else []:
         types = domain.tool_types[action.requestor]
         gate.open = types.get(action.name) not in READ_ONLY_TYPES
-        try:
+        # tau2 logs and ignores failing gold actions (some fail by design)
+        with contextlib.suppress(Exception):
             environment.make_tool_call(action.name, requestor=action.requestor, **action.arguments)
-        except Exception:  # tau2 logs and ignores failing gold actions (some fail by design)
-            pass
-        finally:
-            gate.open = False
+        gate.open = False
     deltas = state.deltas()
     with _gold_lock:
         _gold_cache[key] = deltas

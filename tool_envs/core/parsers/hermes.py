@@ -55,7 +55,7 @@ class HermesParser(BaseParser):
     def _single_call(self, text: str) -> ParseResult | None:
         """The common turn, exactly one well-formed call and nothing else, read without the
         general scan (half the time); anything unusual returns None and takes :meth:`_scan`,
-        which gives the same result here (``tests/test_parsers.py`` checks both agree)."""
+        which gives the same result here (``tests/test_parsers_fuzz.py`` checks both agree)."""
         block = text.strip()
         if not (block.startswith(OPEN_TAG) and block.endswith(CLOSE_TAG)):
             return None
