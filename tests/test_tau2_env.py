@@ -15,13 +15,13 @@ pytest.importorskip(
 )
 
 from search_helpers import json_server
-from tau2_helpers import chat_reply, play
+from tau2_helpers import chat_reply, our_verdict, play, tau2_verdicts
 from tau_helpers import customer_server
 
 import tool_envs
 from tool_envs.data import load_tasks
 from tool_envs.errors import EnvConfigError, TaskRowError
-from tool_envs.tau2.domains import import_tau2, load_domain
+from tool_envs.tau2.domains import import_tau2
 from tool_envs.tau2.env import Tau2AirlineEnv, Tau2TelecomEnv
 from tool_envs.tau2.rows import load_tau2_tasks, opening_line, parse_known_info, tau2_dataset
 
@@ -75,7 +75,9 @@ def test_official_splits_become_valid_task_rows(domain, sizes):
 
 
 def test_telecom_full_split_has_every_task():
-    assert len(load_domain("telecom").tasks("full")) == 2285
+    rows = load_tau2_tasks("telecom", "full")
+    assert len(rows) == 2285 and load_tasks(rows) == rows
+    assert len({r["extra_info"]["id"] for r in rows}) == 2285
 
 
 def test_the_prompt_carries_tau2s_policy_and_the_tools_are_tau2s(airline):
@@ -360,3 +362,24 @@ def test_an_openai_compatible_judge_scores_nl_assertions():
         env.close()
     with pytest.raises(EnvConfigError, match="nl_judge"):
         Tau2AirlineEnv(nl_judge="gpt-4o")
+
+
+def test_initialization_data_sets_the_start_and_tau2_agrees_on_the_reward(airline):
+    row = airline_row("0")
+    row["reward_spec"]["initial_state"] = {
+        "initialization_data": {"agent_data": {"users": {"emma_kim_9957": {"membership": "silver"}}}}
+    }
+    airline.reset(options={"task": row})
+    observation, *_ = airline.step(call("get_user_details", user_id="emma_kim_9957"))
+    assert json.loads(observation[0]["content"])["membership"] == "silver"
+    for turns in (
+        ["Sorry, it cannot be cancelled."],
+        [call("cancel_reservation", reservation_id="EHGLP3"), "Done."],
+    ):
+        ours = our_verdict(play(airline, row, turns))
+        episode = (airline.tau2_simulation().model_dump_json(), airline.tau2_task.model_dump_json())
+        assert ours == tau2_verdicts("airline", [episode])[0]
+    fresh = Tau2AirlineEnv(split="base")
+    fresh.reset(options={"task": airline_row("0")})  # the shared base is untouched
+    observation, *_ = fresh.step(call("get_user_details", user_id="emma_kim_9957"))
+    assert json.loads(observation[0]["content"])["membership"] == "gold"
