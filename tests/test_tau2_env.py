@@ -367,7 +367,9 @@ def test_an_openai_compatible_judge_scores_nl_assertions():
 def test_initialization_data_sets_the_start_and_tau2_agrees_on_the_reward(airline):
     row = airline_row("0")
     row["reward_spec"]["initial_state"] = {
-        "initialization_data": {"agent_data": {"users": {"emma_kim_9957": {"membership": "silver"}}}}
+        "initialization_data": {
+            "agent_data": {"users": {"emma_kim_9957": {"membership": "silver"}}}
+        }
     }
     airline.reset(options={"task": row})
     observation, *_ = airline.step(call("get_user_details", user_id="emma_kim_9957"))
