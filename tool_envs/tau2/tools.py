@@ -46,6 +46,7 @@ def execute(
             response = getattr(toolkit, call.name)(**call.arguments)
         else:  # unknown tools and odd argument names get exactly tau2's own error
             response = environment.make_tool_call(call.name, requestor=requestor, **call.arguments)
+        gate.open = True  # sync_tools writes whatever the call was (telecom: line, bills, phone)
         environment.sync_tools()
         error = False
     except Exception as exc:  # tau2 turns every failure into an "Error: ..." tool message
