@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import copy
 import json
-import runpy
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from gymnasium.utils.env_checker import check_env
+from tau_domain_checks import check_committed_dataset
 
 from tool_envs.core.parsers.base import ToolCall
-from tool_envs.data import load_tasks, validate_row
 from tool_envs.tau.db import record_hash
 from tool_envs.tau.domains.airline import DOMAIN, POLICY, TauAirlineEnv
 from tool_envs.tau.domains.airline.data import generate_tables, load_tables
@@ -513,10 +512,4 @@ def test_an_agent_that_breaks_the_policy_gets_zero(splits, env):
 
 
 def test_committed_dataset_matches_its_builder_and_loads(tmp_path):
-    build = runpy.run_path(str(REPO / "datasets/tau_airline/build.py"))["build"]
-    build(tmp_path)
-    committed = REPO / "datasets/tau_airline"
-    for name in ("README.md", "data/train.jsonl", "data/test.jsonl"):
-        assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name
-    rows = load_tasks(str(committed), split="test")
-    assert rows == [validate_row(r) for r in default_splits()["test"]]
+    check_committed_dataset(tmp_path, "tau_airline", default_splits()["test"])

@@ -9,7 +9,6 @@ lead's), so a row's env_id is not checked against a spec here.
 import datetime as dt
 import json
 import re
-import runpy
 import statistics
 import time
 from collections import Counter
@@ -17,13 +16,20 @@ from pathlib import Path
 
 import pytest
 from gymnasium.utils.env_checker import check_env
-from tau_domain_checks import actions_of, call, play
+from tau_domain_checks import (
+    actions_of,
+    call,
+    check_committed_dataset,
+    check_do_nothing_rate,
+    check_generation_is_seeded,
+    check_gold_replay_keeps_base,
+    play,
+)
 from tau_helpers import COMPLETION_TOKENS, PROMPT_TOKENS, customer_server
 
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.core.tools import Toolset
-from tool_envs.data import load_tasks, validate_row
-from tool_envs.tau.db import BaseTables, Database
+from tool_envs.tau.db import Database
 from tool_envs.tau.domains.healthcare import (
     DOMAIN,
     TauHealthcareEnv,
@@ -217,18 +223,7 @@ def test_changing_one_argument_of_one_write_loses_the_reward(env):
 
 
 def test_a_do_nothing_agent_passes_at_most_five_percent_of_each_split(env):
-    for split, rows in SPLITS.items():
-        passed = 0
-        for task in rows:
-            env.reset(options={"task": task})
-            _, reward, terminated, _, _ = env.step(NO_OP)
-            assert terminated
-            passed += reward == 1.0
-        rate = passed / len(rows)
-        print(f"do-nothing pass rate on {split}: {passed}/{len(rows)} = {rate:.1%}")
-        assert rate <= 0.05, (split, rate)
-        silent = [t for t in rows if not has_write(t) and not t["reward_spec"]["outputs"]]
-        assert passed == len(silent) and len(silent) < 0.04 * len(rows)
+    check_do_nothing_rate(env, SPLITS, has_write, no_op=NO_OP)
 
 
 # --------------------------------------------------------------------------- (4) database
@@ -301,28 +296,11 @@ def test_the_database_has_the_required_size_and_shape():
 
 
 def test_generation_is_deterministic_fast_and_seeded():
-    started = time.perf_counter()
-    again = generate_tables(0)
-    elapsed = time.perf_counter() - started
-    print(f"generate_tables(0): {elapsed * 1000:.0f} ms")
-    assert elapsed < 1.0
-    assert again == TABLES
-    assert generate_tables(1) != TABLES
-    small = generate_splits({"a": 40, "b": 20}, seed=3)
-    assert small == generate_splits({"a": 40, "b": 20}, seed=3)
-    assert small != generate_splits({"a": 40, "b": 20}, seed=4)
+    check_generation_is_seeded(generate_tables, generate_splits, TABLES, {"a": 40, "b": 20})
 
 
 def test_replaying_every_gold_leaves_the_base_tables_untouched(env):
-    base = DOMAIN.base()
-    before = BaseTables(generate_tables(0)).hash_sum
-    assert base.hash_sum == before
-    for task in ALL_TASKS:
-        db, results = env.replay(parse_reward_spec(task["reward_spec"]))
-        assert not any(r.startswith("Error") for r in results)
-        assert (db.hash() != f"{before:064x}") == has_write(task)
-    assert BaseTables(base.tables).hash_sum == before
-    assert base.tables == generate_tables(0)
+    check_gold_replay_keeps_base(env, DOMAIN, generate_tables, ALL_TASKS, has_write)
 
 
 def test_splits_cover_every_category_and_share_no_task():
@@ -396,13 +374,7 @@ def test_every_gold_write_follows_the_policy():
 
 
 def test_committed_dataset_matches_its_builder_and_loads(tmp_path):
-    build = runpy.run_path(str(REPO / "datasets/tau_healthcare/build.py"))["build"]
-    build(tmp_path)
-    committed = REPO / "datasets/tau_healthcare"
-    for name in ("README.md", "data/train.jsonl", "data/test.jsonl"):
-        assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name
-    rows = load_tasks(str(committed), split="test")
-    assert rows == [validate_row(r) for r in SPLITS["test"]]
+    check_committed_dataset(tmp_path, "tau_healthcare", SPLITS["test"])
 
 
 # --------------------------------------------------------------------------- (6) tool rules

@@ -6,7 +6,6 @@ to one of its writes loses the reward, and a do-nothing agent passes almost none
 
 import json
 import re
-import runpy
 import statistics
 import time
 from pathlib import Path
@@ -14,13 +13,20 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
-from tau_domain_checks import actions_of, call, play
+from tau_domain_checks import (
+    actions_of,
+    call,
+    check_committed_dataset,
+    check_do_nothing_rate,
+    check_generation_is_seeded,
+    check_gold_replay_keeps_base,
+    play,
+)
 
 import tool_envs
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.core.tools import Toolset
-from tool_envs.data import load_tasks, validate_row
-from tool_envs.tau.db import BaseTables, Database
+from tool_envs.tau.db import Database
 from tool_envs.tau.domains.retail import (
     DOMAIN,
     TauRetailEnv,
@@ -148,18 +154,7 @@ def test_changing_one_argument_of_one_write_loses_the_reward(env):
 
 
 def test_a_do_nothing_agent_passes_at_most_five_percent_of_each_split(env):
-    for split, rows in SPLITS.items():
-        passed = 0
-        for task in rows:
-            env.reset(options={"task": task})
-            _, reward, terminated, _, _ = env.step("Is there anything else I can help you with?")
-            assert terminated
-            passed += reward == 1.0
-        rate = passed / len(rows)
-        print(f"do-nothing pass rate on {split}: {passed}/{len(rows)} = {rate:.1%}")
-        assert rate <= 0.05, (split, rate)
-        silent = [t for t in rows if not has_write(t) and not t["reward_spec"]["outputs"]]
-        assert passed == len(silent) and len(silent) < 0.04 * len(rows)
+    check_do_nothing_rate(env, SPLITS, has_write)
 
 
 # --------------------------------------------------------------------------- (4) database
@@ -202,28 +197,11 @@ def test_the_database_has_the_required_size_and_shape():
 
 
 def test_generation_is_deterministic_fast_and_seeded():
-    started = time.perf_counter()
-    again = generate_tables(0)
-    elapsed = time.perf_counter() - started
-    print(f"generate_tables(0): {elapsed * 1000:.0f} ms")
-    assert elapsed < 1.0
-    assert again == TABLES
-    assert generate_tables(1) != TABLES
-    small = generate_splits({"a": 40, "b": 20}, seed=3)
-    assert small == generate_splits({"a": 40, "b": 20}, seed=3)
-    assert small != generate_splits({"a": 40, "b": 20}, seed=4)
+    check_generation_is_seeded(generate_tables, generate_splits, TABLES, {"a": 40, "b": 20})
 
 
 def test_replaying_every_gold_leaves_the_base_tables_untouched(env):
-    base = DOMAIN.base()
-    before = BaseTables(generate_tables(0)).hash_sum
-    assert base.hash_sum == before
-    for task in ALL_TASKS:
-        db, results = env.replay(parse_reward_spec(task["reward_spec"]))
-        assert not any(r.startswith("Error") for r in results)
-        assert (db.hash() != f"{before:064x}") == has_write(task)
-    assert BaseTables(base.tables).hash_sum == before
-    assert base.tables == generate_tables(0)
+    check_gold_replay_keeps_base(env, DOMAIN, generate_tables, ALL_TASKS, has_write)
 
 
 def test_splits_cover_every_category_and_share_no_task():
@@ -249,13 +227,7 @@ def test_splits_cover_every_category_and_share_no_task():
 
 
 def test_committed_dataset_matches_its_builder_and_loads(tmp_path):
-    build = runpy.run_path(str(REPO / "datasets/tau_retail/build.py"))["build"]
-    build(tmp_path)
-    committed = REPO / "datasets/tau_retail"
-    for name in ("README.md", "data/train.jsonl", "data/test.jsonl"):
-        assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name
-    rows = load_tasks(str(committed), split="test")
-    assert rows == [validate_row(r) for r in SPLITS["test"]]
+    check_committed_dataset(tmp_path, "tau_retail", SPLITS["test"])
 
 
 # --------------------------------------------------------------------------- (6) tool rules

@@ -8,7 +8,6 @@ customer's, loses the reward, and a do-nothing agent passes almost none.
 
 import copy
 import json
-import runpy
 import statistics
 import time
 from pathlib import Path
@@ -16,14 +15,20 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
-from tau_domain_checks import actions_of, call
+from tau_domain_checks import (
+    actions_of,
+    call,
+    check_committed_dataset,
+    check_do_nothing_rate,
+    check_generation_is_seeded,
+    check_gold_replay_keeps_base,
+)
 from tau_helpers import PROMPT_TOKENS, customer_server
 
 import tool_envs
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.core.tools import Toolset
-from tool_envs.data import load_tasks, validate_row
-from tool_envs.tau.db import BaseTables, Database
+from tool_envs.tau.db import Database
 from tool_envs.tau.domains.telecom import (
     DOMAIN,
     ENV_ID,
@@ -44,7 +49,6 @@ from tool_envs.tau.domains.telecom.tasks import (
     WRITE_TOOLS,
     money,
 )
-from tool_envs.tau.task import parse_reward_spec
 
 REPO = Path(__file__).resolve().parents[1]
 SPLITS = default_splits()
@@ -229,18 +233,7 @@ def test_changing_one_argument_of_one_write_loses_the_reward(env):
 
 
 def test_a_do_nothing_agent_passes_at_most_five_percent_of_each_split(env):
-    for split, rows in SPLITS.items():
-        passed = 0
-        for task in rows:
-            env.reset(options={"task": task})
-            _, reward, terminated, _, _ = env.step(NO_OP_MESSAGE)
-            assert terminated
-            passed += reward == 1.0
-        rate = passed / len(rows)
-        print(f"do-nothing pass rate on {split}: {passed}/{len(rows)} = {rate:.1%}")
-        assert rate <= 0.05, (split, rate)
-        silent = [t for t in rows if not has_write(t) and not t["reward_spec"]["outputs"]]
-        assert passed == len(silent) and len(silent) < 0.04 * len(rows)
+    check_do_nothing_rate(env, SPLITS, has_write, no_op=NO_OP_MESSAGE)
 
 
 # --------------------------------------------------------------------------- (4) database
@@ -282,28 +275,11 @@ def test_the_database_has_the_required_size_and_shape():
 
 
 def test_generation_is_deterministic_fast_and_seeded():
-    started = time.perf_counter()
-    again = generate_tables(0)
-    elapsed = time.perf_counter() - started
-    print(f"generate_tables(0): {elapsed * 1000:.0f} ms")
-    assert elapsed < 1.0
-    assert again == TABLES
-    assert generate_tables(1) != TABLES
-    small = generate_splits({"a": 60, "b": 30}, seed=3)
-    assert small == generate_splits({"a": 60, "b": 30}, seed=3)
-    assert small != generate_splits({"a": 60, "b": 30}, seed=4)
+    check_generation_is_seeded(generate_tables, generate_splits, TABLES, {"a": 60, "b": 30})
 
 
 def test_replaying_every_gold_leaves_the_base_tables_untouched(env):
-    base = DOMAIN.base()
-    before = BaseTables(generate_tables(0)).hash_sum
-    assert base.hash_sum == before
-    for task in ALL_TASKS:
-        db, results = env.replay(parse_reward_spec(task["reward_spec"]))
-        assert not any(r.startswith("Error") for r in results)
-        assert (db.hash() != f"{before:064x}") == has_write(task)
-    assert BaseTables(base.tables).hash_sum == before
-    assert base.tables == generate_tables(0)
+    check_gold_replay_keeps_base(env, DOMAIN, generate_tables, ALL_TASKS, has_write)
 
 
 def test_splits_cover_every_category_and_tool_and_share_no_task():
@@ -339,13 +315,7 @@ def test_splits_cover_every_category_and_tool_and_share_no_task():
 
 
 def test_committed_dataset_matches_its_builder_and_loads(tmp_path):
-    build = runpy.run_path(str(REPO / "datasets/tau_telecom/build.py"))["build"]
-    build(tmp_path)
-    committed = REPO / "datasets/tau_telecom"
-    for name in ("README.md", "data/train.jsonl", "data/test.jsonl"):
-        assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name
-    rows = load_tasks(str(committed), split="test")
-    assert rows == [validate_row(r) for r in SPLITS["test"]]
+    check_committed_dataset(tmp_path, "tau_telecom", SPLITS["test"])
 
 
 # --------------------------------------------------------------------------- (6) tool rules
