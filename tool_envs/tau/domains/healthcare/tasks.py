@@ -44,8 +44,7 @@ from tool_envs.tau.domains.healthcare.data import (
     weekday,
 )
 from tool_envs.tau.domains.healthcare.tools import HealthcareTools
-from tool_envs.tau.task import tau_task_row
-from tool_envs.tau.taskgen import category_quotas
+from tool_envs.tau.taskgen import Finished, generate_task_rows
 
 ENV_ID = "tool_envs/TauHealthcare-v0"
 DOMAIN_NAME = "healthcare"
@@ -1520,46 +1519,23 @@ def generate_splits(
     ``info``, ``declined``, ``outputs``).
     """
     sizes = dict(sizes or DEFAULT_SIZES)
-    rng = random.Random(seed)
     ctx = _Context(load_tables())
-    seen: set[str] = set()
-    splits: dict[str, list[dict[str, Any]]] = {}
-    for split, size in sizes.items():
-        drafts: list[tuple[str, dict[str, Any], list[Action], list[str], list[str]]] = []
-        for category, quota in category_quotas(CATEGORY_WEIGHTS, size).items():
-            made, attempts = 0, 0
-            while made < quota:
-                attempts += 1
-                if attempts > 300 * quota + 300:
-                    raise RuntimeError(f"cannot generate enough '{category}' tasks")
-                draft = _CATEGORIES[category](rng, ctx)
-                if draft is None:
-                    continue
-                scenario, actions, outputs, tags = _finish(rng, draft, category)
-                key = json.dumps([actions, outputs], sort_keys=True)
-                if key in seen:
-                    continue
-                filled = _fill_ids(ctx, actions, outputs)
-                if filled is None:
-                    continue
-                seen.add(key)
-                drafts.append((category, scenario, actions, filled, tags))
-                made += 1
-        rng.shuffle(drafts)
-        splits[split] = [
-            tau_task_row(
-                env_id=ENV_ID,
-                domain=DOMAIN_NAME,
-                task_id=f"healthcare-{split}-{number:04d}",
-                policy=POLICY,
-                scenario=scenario,
-                actions=actions,
-                outputs=outputs,
-                extra_info={"split": split, "category": category, "tags": tags},
-            )
-            for number, (category, scenario, actions, outputs, tags) in enumerate(drafts)
-        ]
-    return splits
+
+    def draw(rng: random.Random, category: str) -> Finished | None:
+        draft = _CATEGORIES[category](rng, ctx)
+        return None if draft is None else _finish(rng, draft, category)
+
+    return generate_task_rows(
+        sizes=sizes,
+        seed=seed,
+        weights=CATEGORY_WEIGHTS,
+        draw=draw,
+        accept=lambda actions, outputs: _fill_ids(ctx, actions, outputs),
+        env_id=ENV_ID,
+        domain=DOMAIN_NAME,
+        policy=POLICY,
+        attempts_per_task=300,
+    )
 
 
 @functools.cache

@@ -17,7 +17,6 @@ require no output (a do-nothing agent would pass them) are kept to about 3% of a
 from __future__ import annotations
 
 import functools
-import json
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -27,8 +26,7 @@ from typing import Any
 from tool_envs.tau.db import BaseTables, Database
 from tool_envs.tau.domains.retail.data import CANCEL_REASONS, load_tables, random_address
 from tool_envs.tau.domains.retail.tools import RetailTools
-from tool_envs.tau.task import tau_task_row
-from tool_envs.tau.taskgen import category_quotas
+from tool_envs.tau.taskgen import Finished, generate_task_rows
 
 ENV_ID = "tool_envs/TauRetail-v0"
 DOMAIN_NAME = "retail"
@@ -955,43 +953,23 @@ def generate_splits(
     ``declined``, ``outputs``).
     """
     sizes = dict(sizes or {"train": 600, "test": 120})
-    rng = random.Random(seed)
     ctx = _Context(load_tables())
-    seen: set[str] = set()
-    splits: dict[str, list[dict[str, Any]]] = {}
-    for split, size in sizes.items():
-        drafts: list[tuple[str, dict[str, Any], list[Action], list[str], list[str]]] = []
-        for category, quota in category_quotas(CATEGORY_WEIGHTS, size).items():
-            made, attempts = 0, 0
-            while made < quota:
-                attempts += 1
-                if attempts > 200 * quota + 200:
-                    raise RuntimeError(f"cannot generate enough '{category}' tasks")
-                draft = _CATEGORIES[category](rng, ctx)
-                if draft is None:
-                    continue
-                scenario, actions, outputs, tags = _finish(rng, draft, category)
-                key = json.dumps([actions, outputs], sort_keys=True)
-                if key in seen or not ctx.replays(actions):
-                    continue
-                seen.add(key)
-                drafts.append((category, scenario, actions, outputs, tags))
-                made += 1
-        rng.shuffle(drafts)
-        splits[split] = [
-            tau_task_row(
-                env_id=ENV_ID,
-                domain=DOMAIN_NAME,
-                task_id=f"retail-{split}-{number:04d}",
-                policy=POLICY,
-                scenario=scenario,
-                actions=actions,
-                outputs=outputs,
-                extra_info={"split": split, "category": category, "tags": tags},
-            )
-            for number, (category, scenario, actions, outputs, tags) in enumerate(drafts)
-        ]
-    return splits
+
+    def draw(rng: random.Random, category: str) -> Finished | None:
+        draft = _CATEGORIES[category](rng, ctx)
+        return None if draft is None else _finish(rng, draft, category)
+
+    return generate_task_rows(
+        sizes=sizes,
+        seed=seed,
+        weights=CATEGORY_WEIGHTS,
+        draw=draw,
+        accept=lambda actions, outputs: outputs if ctx.replays(actions) else None,
+        env_id=ENV_ID,
+        domain=DOMAIN_NAME,
+        policy=POLICY,
+        attempts_per_task=200,
+    )
 
 
 @functools.cache

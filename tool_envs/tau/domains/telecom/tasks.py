@@ -40,8 +40,8 @@ from tool_envs.tau.domains.telecom.data import (
     load_tables,
 )
 from tool_envs.tau.domains.telecom.tools import PhoneTools, TelecomTools
-from tool_envs.tau.task import UserAction, tau_task_row
-from tool_envs.tau.taskgen import category_quotas
+from tool_envs.tau.task import UserAction
+from tool_envs.tau.taskgen import Finished, generate_task_rows
 
 ENV_ID = "tool_envs/TauTelecom-v0"
 DOMAIN_NAME = "telecom"
@@ -1174,46 +1174,23 @@ def generate_splits(
     ``multi_step``, ``refusal``, ``transfer``, ``info``, ``declined``, ``outputs``).
     """
     sizes = dict(sizes or {"train": 600, "test": 120})
-    rng = random.Random(seed)
     ctx = _Context(load_tables())
-    seen: set[str] = set()
-    splits: dict[str, list[dict[str, Any]]] = {}
-    for split, size in sizes.items():
-        drafts: list[tuple[str, dict[str, Any], list[Action], list[str], list[str]]] = []
-        for category, quota in category_quotas(CATEGORY_WEIGHTS, size).items():
-            made, attempts = 0, 0
-            while made < quota:
-                attempts += 1
-                if attempts > 200 * quota + 200:
-                    raise RuntimeError(f"cannot generate enough '{category}' tasks")
-                draft = _CATEGORIES[category](rng, ctx)
-                if draft is None:
-                    continue
-                finished = _finish(rng, ctx, draft, category)
-                if finished is None:
-                    continue
-                scenario, actions, outputs, tags = finished
-                key = json.dumps([actions, outputs], sort_keys=True)
-                if key in seen or not ctx.replays(actions):
-                    continue
-                seen.add(key)
-                drafts.append((category, scenario, actions, outputs, tags))
-                made += 1
-        rng.shuffle(drafts)
-        splits[split] = [
-            tau_task_row(
-                env_id=ENV_ID,
-                domain=DOMAIN_NAME,
-                task_id=f"telecom-{split}-{number:04d}",
-                policy=POLICY,
-                scenario=scenario,
-                actions=actions,
-                outputs=outputs,
-                extra_info={"split": split, "category": category, "tags": tags},
-            )
-            for number, (category, scenario, actions, outputs, tags) in enumerate(drafts)
-        ]
-    return splits
+
+    def draw(rng: random.Random, category: str) -> Finished | None:
+        draft = _CATEGORIES[category](rng, ctx)
+        return None if draft is None else _finish(rng, ctx, draft, category)
+
+    return generate_task_rows(
+        sizes=sizes,
+        seed=seed,
+        weights=CATEGORY_WEIGHTS,
+        draw=draw,
+        accept=lambda actions, outputs: outputs if ctx.replays(actions) else None,
+        env_id=ENV_ID,
+        domain=DOMAIN_NAME,
+        policy=POLICY,
+        attempts_per_task=200,
+    )
 
 
 @functools.cache
