@@ -11,10 +11,11 @@ unit-tested here with objects shaped like vLLM's ``RequestOutput`` / ``Completio
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -28,7 +29,6 @@ import openai
 import pytest
 from vllm_helpers import FaultProxy, vllm_test
 
-from tool_envs.errors import MissingDependencyError
 from tool_envs.rollout.backends.base import Generation, GenerationBackend, SamplingSettings
 from tool_envs.rollout.backends.openai_chat import ChatTurn, OpenAIChatBackend, to_api_messages
 from tool_envs.rollout.backends.vllm import (
@@ -474,11 +474,25 @@ def test_colocate_refuses_an_llm_with_other_logprobs() -> None:
     assert VLLMColocateBackend(llm).max_model_len == 64
 
 
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed")
 def test_colocate_without_vllm_names_the_extra() -> None:
-    backend = VLLMColocateBackend(object())
-    with pytest.raises(MissingDependencyError, match=r"tool-envs\[vllm\]"):
-        backend.generate([[1]], [2], SamplingSettings())
+    # A process where `import vllm` fails, as on a machine without the extra.
+    script = (
+        "import sys; sys.modules['vllm'] = None\n"
+        "from types import SimpleNamespace\n"
+        "from tool_envs.rollout.backends.base import SamplingSettings\n"
+        "from tool_envs.rollout.backends.vllm import VLLMColocateBackend\n"
+        "config = SimpleNamespace(max_model_len=64, logprobs_mode='processed_logprobs')\n"
+        "llm = SimpleNamespace(llm_engine=SimpleNamespace(model_config=config))\n"
+        "try:\n"
+        "    VLLMColocateBackend(llm).generate([[1]], [2], SamplingSettings())\n"
+        "except ImportError as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.startswith("MissingDependencyError"), result.stdout + result.stderr
+    assert "pip install 'tool-envs[vllm" in result.stdout
 
 
 # --------------------------------------------------------------------------- OpenAI chat backend

