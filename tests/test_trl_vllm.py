@@ -102,6 +102,12 @@ def train(model: Path, output_dir: Path, reward: str, *extra: object, ok: bool =
     return log, records, seconds
 
 
+def train_on_server(model: Path, url: str, output_dir: Path, reward: str, *extra: object, **kw):
+    """``train`` in ``vllm_mode=server`` against the server at ``url``."""
+    server = ("--vllm_mode", "server", "--vllm_server_base_url", url)
+    return train(model, output_dir, reward, *server, *extra, **kw)
+
+
 def assert_sampler_follows_trainer(records: list[dict], model: Path, output_dir: Path) -> None:
     """Every step logged a near-zero sampler/trainer gap, and the weights really moved."""
     from safetensors.torch import load_file
@@ -140,14 +146,8 @@ def test_server_recipe_with_the_worker_extension_keeps_a_tied_head_in_step(model
         max_model_len=MAX_MODEL_LEN,
         extra_args=["--worker-extension-cls", EXTENSION_PATH],
     ) as server:
-        log, records, seconds = train(
-            models.tied,
-            tmp_path / "out",
-            models.reward,
-            "--vllm_mode",
-            "server",
-            "--vllm_server_base_url",
-            server.url,
+        log, records, seconds = train_on_server(
+            models.tied, server.url, tmp_path / "out", models.reward
         )
     assert "vLLM weight sync: http" in log
     assert_sampler_follows_trainer(records, models.tied, tmp_path / "out")
@@ -155,14 +155,8 @@ def test_server_recipe_with_the_worker_extension_keeps_a_tied_head_in_step(model
 
 
 def test_server_recipe_untied_with_plain_reload(models, untied_server, tmp_path):
-    log, records, seconds = train(
-        models.untied,
-        tmp_path / "out",
-        models.reward,
-        "--vllm_mode",
-        "server",
-        "--vllm_server_base_url",
-        untied_server.url,
+    log, records, seconds = train_on_server(
+        models.untied, untied_server.url, tmp_path / "out", models.reward
     )
     assert "vLLM weight sync: http" in log
     assert_sampler_follows_trainer(records, models.untied, tmp_path / "out")
@@ -170,35 +164,20 @@ def test_server_recipe_untied_with_plain_reload(models, untied_server, tmp_path)
 
 
 def test_a_tied_model_is_refused_by_a_server_without_the_extension(models, untied_server, tmp_path):
-    log, _, _ = train(
-        models.tied,
-        tmp_path / "out",
-        models.reward,
-        "--vllm_mode",
-        "server",
-        "--vllm_server_base_url",
-        untied_server.url,
-        "--max_steps",
-        1,
-        ok=False,
+    log, _, _ = train_on_server(
+        models.tied, untied_server.url, tmp_path / "out", models.reward, "--max_steps", 1, ok=False
     )
     assert "WeightSyncError" in log and "--worker-extension-cls" in log
     assert "tool_envs.integrations.vllm_worker.WeightSyncExtension" in log
 
 
 def test_a_wrong_server_model_name_fails_naming_both(models, untied_server, tmp_path):
-    log, _, _ = train(
+    log, _, _ = train_on_server(
         models.untied,
+        untied_server.url,
         tmp_path / "out",
         models.reward,
-        "--vllm_mode",
-        "server",
-        "--vllm_server_base_url",
-        untied_server.url,
-        "--vllm_server_model",
-        "not-served",
-        "--max_steps",
-        1,
+        *("--vllm_server_model", "not-served", "--max_steps", 1),
         ok=False,
     )
     assert "not-served" in log and "tiny-untied" in log
