@@ -289,10 +289,12 @@ def time_rollouts(
 # ---------------------------------------------------------------------------- colocate arms
 
 
-def colocated_llm(model: str, threads: int, **overrides: Any) -> Any:
+def colocated_llm(
+    model: str, threads: int, max_model_len: int = MAX_MODEL_LEN, **overrides: Any
+) -> Any:
     """A ``vllm.LLM`` built the way TRL's colocate mode builds it (in-process executor)."""
     torch.set_num_threads(threads)
-    return build_colocated_llm(model, MAX_MODEL_LEN, **overrides)
+    return build_colocated_llm(model, max_model_len, **overrides)
 
 
 def arm_colocate(spec: dict) -> dict:

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -46,15 +45,14 @@ from tool_envs.rollout.backends.vllm import (
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler]):
-        super().__init__(("127.0.0.1", 0), handler)
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _ChatHandler)
         self.lock = threading.Lock()
         self.reset()
 
     def reset(self) -> None:
         """Fresh state for the next test (the server itself lives for the module)."""
         self.requests: list[dict[str, Any]] = []
-        self.faults: deque[str] = deque()  # "500", "503", "malformed"
         self.in_flight = 0
         self.max_in_flight = 0
 
@@ -63,45 +61,31 @@ class _Server(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}"
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _ChatHandler(BaseHTTPRequestHandler):
+    """``/v1/chat/completions`` that checks the messages it gets as strictly as OpenAI does."""
+
     server: _Server
 
     def log_message(self, *args: Any) -> None:  # keep pytest output clean
         pass
 
-    def _send(self, status: int, body: Any) -> None:
-        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         with self.server.lock:
             self.server.requests.append({"path": self.path, "body": body})
-            fault = self.server.faults.popleft() if self.server.faults else None
             self.server.in_flight += 1
             self.server.max_in_flight = max(self.server.max_in_flight, self.server.in_flight)
         try:
-            if fault in ("500", "503"):
-                self._send(int(fault), {"error": {"message": f"injected {fault}"}})
-            elif fault == "malformed":
-                self._send(200, b'{"choices": [ this is not json')
-            else:
-                status, answer = self.answer(body)
-                self._send(status, answer)
+            status, answer = self.answer(body)
+            raw = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
         finally:
             with self.server.lock:
                 self.server.in_flight -= 1
-
-    def answer(self, body: dict[str, Any]) -> tuple[int, Any]:
-        raise NotImplementedError
-
-
-class _ChatHandler(_Handler):
-    """``/v1/chat/completions`` that checks the messages it gets as strictly as OpenAI does."""
 
     def answer(self, body: dict[str, Any]) -> tuple[int, Any]:
         if self.path != "/v1/chat/completions":
@@ -162,8 +146,9 @@ class _ChatHandler(_Handler):
         return None
 
 
-def _serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[_Server]:
-    server = _Server(handler)
+@pytest.fixture(scope="module")
+def _chat_server() -> Iterator[_Server]:
+    server = _Server()
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01})
     thread.start()
     try:
@@ -172,11 +157,6 @@ def _serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[_Server]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
-
-
-@pytest.fixture(scope="module")
-def _chat_server() -> Iterator[_Server]:
-    yield from _serve(_ChatHandler)
 
 
 @pytest.fixture

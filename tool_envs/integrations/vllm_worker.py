@@ -43,9 +43,15 @@ def refresh_tied_lm_head(model: Any, tied: bool) -> bool:
     return True
 
 
-def model_is_tied(model_config: Any) -> bool:
-    """Whether a vLLM ``ModelConfig``'s model ties its output head to its input embeddings."""
-    text_config = getattr(model_config, "hf_text_config", None) or model_config.hf_config
+def ties_embeddings(hf_config: Any) -> bool:
+    """Whether a transformers model config ties the output head to the input embeddings.
+
+    Takes the policy's ``model.config`` or a vLLM ``ModelConfig.hf_config`` alike (the text
+    config of a multimodal model decides).
+    """
+    text_config = (
+        hf_config.get_text_config() if hasattr(hf_config, "get_text_config") else hf_config
+    )
     return bool(getattr(text_config, "tie_word_embeddings", False))
 
 
@@ -68,5 +74,5 @@ class WeightSyncExtension:
         """Reload all weights from safetensors in ``weights_path``, then refresh a tied head."""
         self.reload_weights(weights_path=weights_path)  # type: ignore[attr-defined]
         model = self.model_runner.get_model()  # type: ignore[attr-defined]
-        tied = model_is_tied(self.model_config)  # type: ignore[attr-defined]
+        tied = ties_embeddings(self.model_config.hf_config)  # type: ignore[attr-defined]
         return {"tied_head_refreshed": refresh_tied_lm_head(model, tied)}

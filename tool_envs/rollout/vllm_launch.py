@@ -32,6 +32,7 @@ __all__ = [
     "VLLMStartError",
     "build_colocated_llm",
     "cpu_engine_kwargs",
+    "engine_kwargs",
     "free_port",
     "in_process_engine_guard",
     "on_cpu",
@@ -74,6 +75,27 @@ def cpu_engine_kwargs(max_model_len: int = 2048) -> dict[str, Any]:
     }
 
 
+def engine_kwargs(max_model_len: int = 2048) -> dict[str, Any]:
+    """The engine settings every engine we start gets: the CPU ones on a CPU, else only the
+    context length and the logprobs mode (a GPU engine keeps vLLM's defaults)."""
+    if on_cpu():
+        return cpu_engine_kwargs(max_model_len)
+    return {"max_model_len": max_model_len, "logprobs_mode": "processed_logprobs"}
+
+
+def _server_flags(kwargs: Mapping[str, Any]) -> list[str]:
+    """``vllm serve`` flags for ``vllm.LLM`` keyword arguments (``enforce_eager=True`` ->
+    ``--enforce-eager``)."""
+    flags: list[str] = []
+    for key, value in kwargs.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            flags.append(flag)
+        elif value is not False:
+            flags += [flag, str(value)]
+    return flags
+
+
 def build_colocated_llm(model: str | Path, max_model_len: int = 2048, **overrides: Any) -> Any:
     """An in-process ``vllm.LLM`` built as TRL's colocate mode builds it, with the CPU settings.
 
@@ -85,7 +107,7 @@ def build_colocated_llm(model: str | Path, max_model_len: int = 2048, **override
 
     rendezvous = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"}
     kwargs = {
-        **(cpu_engine_kwargs(max_model_len) if on_cpu() else {"max_model_len": max_model_len}),
+        **engine_kwargs(max_model_len),
         "distributed_executor_backend": "external_launcher",
         "seed": 0,
         **overrides,
@@ -204,15 +226,9 @@ class VLLMServerProcess:
             "127.0.0.1",
             "--port",
             str(self.port),
-            "--max-model-len",
-            str(max_model_len),
-            "--logprobs-mode",
-            "processed_logprobs",
+            *_server_flags(engine_kwargs(max_model_len)),
+            *extra_args,
         ]
-        if on_cpu():
-            command += ["--dtype", "float32", "--enforce-eager", "--gpu-memory-utilization", "0.1"]
-            command += ["--block-size", str(CPU_BLOCK_SIZE)]
-        command += list(extra_args)
         self.command = command
         full_env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1"}
         if on_cpu():

@@ -66,7 +66,12 @@ from trl.generation.vllm_generation import VLLMGeneration
 
 from tool_envs._httpx import httpx
 from tool_envs.errors import ToolEnvsError
-from tool_envs.integrations.vllm_worker import EXTENSION_PATH, EXTENSION_VERSION
+from tool_envs.integrations.vllm_worker import (
+    EXTENSION_PATH,
+    EXTENSION_VERSION,
+    refresh_tied_lm_head,
+    ties_embeddings,
+)
 from tool_envs.rollout.vllm_launch import (
     CPU_BLOCK_SIZE,
     CPU_ENV,
@@ -178,10 +183,8 @@ def reload_colocated(llm: Any, named_params: Iterable[tuple[str, Tensor]]) -> No
     the policy's ``named_parameters()``, a tied head once, as the embedding. It is consumed
     lazily, one tensor at a time.
     """
-    from tool_envs.integrations.vllm_worker import model_is_tied, refresh_tied_lm_head
-
     llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(named_params)})
-    tied = model_is_tied(llm.llm_engine.model_config)
+    tied = ties_embeddings(llm.llm_engine.model_config.hf_config)
     llm.apply_model(functools.partial(refresh_tied_lm_head, tied=tied))
     llm.reset_prefix_cache()
 
@@ -350,7 +353,7 @@ class ToolEnvsVLLMGeneration(VLLMGeneration):
         results = response.json().get("results") if response.status_code == 200 else None
         if results and all(r == {"version": EXTENSION_VERSION} for r in results):
             return "tool_envs_reload_weights"
-        if _is_tied(self.model):
+        if ties_embeddings(self.model.config):
             raise WeightSyncError(
                 f"the model ties its output head to its input embeddings, and the vLLM server at "
                 f"{self.vllm_client.base_url} was started without tool_envs' worker extension: a "
@@ -406,12 +409,6 @@ def _dtype_name(model: Any) -> str:
     if dtype is None:
         dtype = next(model.parameters()).dtype
     return str(dtype).removeprefix("torch.")
-
-
-def _is_tied(model: Any) -> bool:
-    config = model.config
-    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
-    return bool(getattr(text_config, "tie_word_embeddings", False))
 
 
 class ToolEnvsGRPOTrainer(GRPOTrainer):

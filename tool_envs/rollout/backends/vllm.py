@@ -156,9 +156,11 @@ def request_output_to_generation(
     )
 
 
-def _sampling_fields(settings: SamplingSettings, max_tokens: int, index: int) -> dict[str, Any]:
+def _sampling_fields(
+    settings: SamplingSettings, max_tokens: int, seed: int | None
+) -> dict[str, Any]:
     """The sampling fields vLLM's ``SamplingParams`` and its server's requests share."""
-    return {
+    fields: dict[str, Any] = {
         "max_tokens": max_tokens,
         "temperature": settings.temperature,  # 0 is greedy in vLLM
         "top_p": settings.top_p,
@@ -166,8 +168,10 @@ def _sampling_fields(settings: SamplingSettings, max_tokens: int, index: int) ->
         "min_p": settings.min_p,
         "repetition_penalty": settings.repetition_penalty,
         "stop_token_ids": list(settings.stop_token_ids),
-        "seed": None if settings.seed is None else settings.seed + index,
     }
+    if seed is not None:
+        fields["seed"] = seed
+    return fields
 
 
 def _vllm_sampling_params() -> Callable[..., Any]:
@@ -227,7 +231,8 @@ class VLLMColocateBackend:
         identical prompts of a GRPO group.
         """
         settings, native = settings.resolve(_RESERVED_PARAMS, "vLLM colocate")
-        kwargs = _sampling_fields(settings, max_tokens, index)
+        seed = None if settings.seed is None else settings.seed + index
+        kwargs = _sampling_fields(settings, max_tokens, seed)
         kwargs["logprobs"] = 0 if settings.logprobs else None  # 0: only the sampled token's
         kwargs.update(self._extra)
         kwargs.update(native)
@@ -493,13 +498,10 @@ class VLLMServerBackend:
         body: dict[str, Any] = {
             "model": self.model,
             "prompt": [list(p) for p in prompts],
-            **_sampling_fields(settings, max_tokens, 0),
+            **_sampling_fields(settings, max_tokens, seed),
             "logprobs": 0,
             "return_tokens_as_token_ids": True,
         }
-        body.pop("seed")
-        if seed is not None:
-            body["seed"] = seed
         body.update(self.extra_body)
         body.update(native)
         return body
