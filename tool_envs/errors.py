@@ -8,9 +8,12 @@ becomes an error observation and a counter in ``info``.
     ├── ToolDefinitionError   (also TypeError)   a Python function cannot become a tool
     ├── EnvConfigError        (also ValueError)  an env was built with bad arguments
     ├── MissingDependencyError (also ImportError) an optional extra is not installed
-    └── MCPCallError          (also ValueError)  an MCP request failed (tool_envs.mcp.client:
-        MCPTimeoutError, MCPConnectionError, MCPToolError, MCPProtocolError); inside an env
-        these become error observations, out of reset (a server that cannot start) they raise
+    ├── MCPCallError          (also ValueError)  an MCP request failed (tool_envs.mcp.client:
+    │   MCPTimeoutError, MCPConnectionError, MCPToolError, MCPProtocolError); inside an env
+    │   these become error observations, out of reset (a server that cannot start) they raise
+    └── InfrastructureError   (also RuntimeError) a helper the episode depends on failed (user
+        simulator, judge, sandbox, env step); inside ``step`` it voids the episode instead of
+        raising (see tool_envs.core.outcome)
 """
 
 from __future__ import annotations
@@ -60,3 +63,24 @@ class MissingDependencyError(ToolEnvsError, ImportError):
             f"{feature} needs the '{package}' package. Install it with "
             f"`pip install 'tool-envs[{extra}]'`."
         )
+
+
+class InfrastructureError(ToolEnvsError, RuntimeError):
+    """A helper the episode depends on failed; the agent is not to blame.
+
+    Raised inside an env by the parts that call out (an LLM user simulator or judge whose API
+    failed after its retries, a sandbox that could not run at all). ``ToolEnv.step`` catches it
+    and ends the episode as *void* (see :mod:`tool_envs.core.outcome`): never scored as the
+    agent's failure, never trained on, replayed by ``tool-envs eval``.
+
+    Attributes:
+        cause: Which part failed, one of :data:`tool_envs.core.outcome.VOID_CAUSES`.
+    """
+
+    def __init__(self, message: str, *, cause: str):
+        from tool_envs.core.outcome import VOID_CAUSES
+
+        if cause not in VOID_CAUSES:
+            raise ValueError(f"cause must be one of {VOID_CAUSES}, got {cause!r}")
+        self.cause = cause
+        super().__init__(message)

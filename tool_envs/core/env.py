@@ -13,12 +13,13 @@ from gymnasium.error import ResetNeeded
 from tool_envs.core import messages
 from tool_envs.core.actions import interpret_action
 from tool_envs.core.messages import Message
+from tool_envs.core.outcome import outcome_of, void_info
 from tool_envs.core.parsers import ToolCallParser, get_parser
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.core.spaces import AssistantTurn, ChatMessages
 from tool_envs.core.tools import ToolOutcome, Toolset
 from tool_envs.data import load_tasks, validate_row
-from tool_envs.errors import EnvConfigError
+from tool_envs.errors import EnvConfigError, InfrastructureError
 
 TaskSource = str | Sequence[Mapping[str, Any]]
 
@@ -52,6 +53,13 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
     **Rewards** are 0 on every step but the last; the final step carries the task reward, and
     ``info["reward_info"]`` says how it was computed and why it is what it is.
 
+    **Void episodes.** When a part the episode depends on fails (a simulated user's or judge's
+    API after its retries, a sandbox that cannot run; they raise ``InfrastructureError``), the
+    turn is rolled back and the episode ends ``truncated`` with ``reward_info["outcome"] ==
+    "void"``, a ``void_cause`` and a ``reason``: not the agent's failure (see
+    :mod:`tool_envs.core.outcome`). A judge failing while scoring a finished conversation gives a
+    ``terminated`` step with the same void ``reward_info``.
+
     **terminated vs truncated.** ``terminated`` is True when the task ended on its own (final
     answer, user stop, terminating tool). The turn limit is Gymnasium's: each env is registered
     with ``max_episode_steps`` and the ``TimeLimit`` wrapper sets ``truncated``
@@ -65,8 +73,8 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
     - ``tool_errors``: this turn's tool failures, ``["<tool>: <kind>", ...]``;
     - ``stats``: episode counters ``tool_calls``, ``tool_errors``, ``parse_errors``,
       ``empty_responses``;
-    - ``reward_info``: None until the episode terminates, then a dict with at least ``reward``
-      and ``reason``;
+    - ``reward_info``: None until the episode terminates (or is voided), then a dict with at
+      least ``reward``, ``reason`` and ``outcome`` (``"success"``, ``"failure"`` or ``"void"``);
     - after reset: ``task_id`` and ``task_index`` (None for a task given in ``options``).
 
     **Subclasses** implement :meth:`default_tasks`, :meth:`_start_episode` (set up per-task state
@@ -101,6 +109,7 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
         self._call_log: list[tuple[ToolCall, ToolOutcome]] = []
         self._turn = 0
         self._stats = _new_stats()
+        self._checkpoint: tuple[int, int, dict[str, int], int] = (0, 0, self._stats, 0)
         self._needs_reset = True
 
     # ----------------------------------------------------------------------- subclass API
@@ -202,6 +211,13 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
             raise ResetNeeded(
                 "step() was called before reset() or after the episode ended; call reset() first"
             )
+        try:
+            return self._play_turn(action)
+        except InfrastructureError as exc:
+            return self._void_turn(exc)
+
+    def _play_turn(self, action: Any) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
+        self._checkpoint = (self._turn, len(self._messages), dict(self._stats), len(self._call_log))
         self._turn += 1
         interpreted = interpret_action(action, self.parser, self._toolset.name_set, self._turn)
         self._messages.append(interpreted.message)
@@ -236,8 +252,12 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
 
         reward, reward_info = 0.0, None
         if terminated:
-            reward, reward_info = self._compute_reward()
             self._needs_reset = True
+            try:
+                reward, reward_info = self._compute_reward()
+            except InfrastructureError as exc:  # e.g. the judge: the conversation itself is whole
+                reward, reward_info = 0.0, void_info(exc.cause, str(exc))
+            reward_info.setdefault("outcome", outcome_of(reward, reward_info))
         parse_error = "; ".join(f.message for f in interpreted.failures) or None
         info = {
             "turn": self._turn,
@@ -252,6 +272,31 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
             **self._step_info(),
         }
         return [_copy_message(m) for m in observation], float(reward), terminated, False, info
+
+    def _void_turn(
+        self, exc: InfrastructureError
+    ) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
+        """End the episode as void, the conversation as it was before this turn.
+
+        Gymnasium's ``truncated`` fits: the episode stopped for a reason outside the task.
+        Rolling the turn back keeps ``messages``, the turn counter and the stats consistent (no
+        assistant message without the reply it was waiting for).
+        """
+        turn, length, stats, calls = self._checkpoint
+        self._turn, self._stats = turn, stats
+        del self._messages[length:]
+        del self._call_log[calls:]
+        self._needs_reset = True
+        info = {
+            "turn": self._turn,
+            "tool_calls": [],
+            "parse_error": None,
+            "tool_errors": [],
+            "stats": dict(self._stats),
+            "reward_info": void_info(exc.cause, str(exc)),
+            **self._step_info(),
+        }
+        return [], 0.0, False, True, info
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":

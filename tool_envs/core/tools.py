@@ -27,7 +27,7 @@ from transformers.utils.chat_template_utils import (
 )
 
 from tool_envs.core.parsers.base import ToolCall
-from tool_envs.errors import ToolDefinitionError
+from tool_envs.errors import InfrastructureError, ToolDefinitionError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -248,6 +248,8 @@ class Toolset:
         try:
             value = found.function(**call.arguments)
             content = format_result(value)
+        except InfrastructureError:
+            raise  # not the model's doing: the env voids the episode
         except Exception as exc:
             detail = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
             return ToolOutcome(content=f"Error: {detail}", error=type(exc).__name__)
