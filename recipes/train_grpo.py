@@ -43,6 +43,23 @@ class EnvArguments(TaskArguments):
         default=None,
         metadata={"help": "vllm_mode=server: model name to request (default: the served one)."},
     )
+    rollout_engine: str = field(
+        default="auto",
+        metadata={
+            "help": "auto | lockstep | async. async: each episode sends its next request as soon "
+            "as its env step returns (vllm_mode=server); auto: async in server mode, else lockstep."
+        },
+    )
+    step_timeout: float | None = field(
+        default=600.0,
+        metadata={
+            "help": "Seconds an env step may take; past it the episode is void (not trained on)."
+        },
+    )
+    max_void_fraction: float = field(
+        default=0.5,
+        metadata={"help": "Stop when more than this fraction of a batch's episodes are void."},
+    )
     vllm_weight_sync: str = field(
         default="auto",
         metadata={
@@ -104,6 +121,9 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
             env_kwargs=env_kwargs,
             template_kwargs=template_kwargs,
             vllm_server_model=env_args.vllm_server_model,
+            rollout_engine=env_args.rollout_engine,
+            step_timeout=env_args.step_timeout,
+            max_void_fraction=env_args.max_void_fraction,
         ),
         environment_factory=TaskRowEnvironment,
         callbacks=[MetricsFile(metrics_path)],

@@ -11,7 +11,8 @@ concurrent requests arrive in:
   error), then the first gold call, then a wrong answer (3 requests).
 
 The plan is written into the first assistant turn's content, so later turns of the same
-conversation read it back from the history.
+conversation read it back from the history. With ``chatter`` set, a conversation that is not a
+Calculator task (a customer-service env) gets that text as every reply.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class CalculatorChatServer(ThreadingHTTPServer):
         self.fail_after: int | None = None  # answer HTTP 500 to every request after this many
         self.interrupt_after: int | None = None  # Ctrl-C the main thread after this many
         self.hang_after: int | None = None  # never answer requests after this many
+        self.chatter: str | None = None  # the reply to conversations that are not tasks
         self.release = threading.Event()
 
     @property
@@ -115,6 +117,8 @@ class _Handler(BaseHTTPRequestHandler):
             if any(m["role"] == "tool" or m.get("tool_calls") for m in messages):
                 return 400, {"error": {"message": "text mode history must be plain text"}}
         question = next(m["content"] for m in messages if m["role"] == "user")
+        if question not in server.tasks and server.chatter is not None:
+            return 200, _completion(body, {"role": "assistant", "content": server.chatter}, 0)
         if question not in server.tasks:
             return 400, {"error": {"message": f"unknown task: {question!r}"}}
         position, row = server.tasks[question]
@@ -167,18 +171,26 @@ class _Handler(BaseHTTPRequestHandler):
         with server.lock:
             server.prompt_tokens += prompt_tokens
             server.completion_tokens += COMPLETION_TOKENS
-        return 200, {
-            "id": f"chatcmpl-{len(server.requests)}",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [{"index": 0, "message": message, "finish_reason": reason}],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": COMPLETION_TOKENS,
-                "total_tokens": prompt_tokens + COMPLETION_TOKENS,
-            },
-        }
+        return 200, _completion(body, message, len(server.requests), reason)
+
+
+def _completion(
+    body: dict[str, Any], message: dict[str, Any], number: int, reason: str = "stop"
+) -> dict[str, Any]:
+    """A chat-completion body with usage counted as the tests expect it."""
+    prompt_tokens = PROMPT_TOKENS_PER_MESSAGE * len(body["messages"])
+    return {
+        "id": f"chatcmpl-{number}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body["model"],
+        "choices": [{"index": 0, "message": message, "finish_reason": reason}],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": COMPLETION_TOKENS,
+            "total_tokens": prompt_tokens + COMPLETION_TOKENS,
+        },
+    }
 
 
 def serve(tasks: list[dict[str, Any]], plan: Plan = default_plan) -> Iterator[CalculatorChatServer]:

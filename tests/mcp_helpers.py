@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 # A real MCP server built with the SDK's MCPServer. Its tools can misbehave on purpose: `crash`
-# kills the process mid-call, `hang` sleeps past any sensible timeout, `fail` raises.
+# kills the process mid-call, `hang` sleeps past any sensible timeout, `freeze` stops the whole
+# process; `remember`/`recall` keep state in a file of the working directory.
 TINY_SERVER = '''
 import os
 import sys
@@ -51,6 +52,33 @@ def hang(seconds: float = 30.0) -> str:
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
+
+
+@server.tool()
+def freeze() -> str:
+    """Stop the whole server process (SIGSTOP): a wedged server that answers nothing."""
+    import signal
+
+    os.kill(os.getpid(), signal.SIGSTOP)
+    return "unreachable"
+
+
+@server.tool()
+def remember(text: str) -> str:
+    """Append a line to memory.txt in the working directory (state kept in a file)."""
+    with open("memory.txt", "a", encoding="utf-8") as handle:
+        handle.write(text + "\\n")
+    return "ok"
+
+
+@server.tool()
+def recall() -> str:
+    """Everything remembered so far (empty when nothing was)."""
+    try:
+        with open("memory.txt", encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return ""
 
 
 if __name__ == "__main__":
@@ -125,3 +153,20 @@ def row(
         "reward_spec": {"ground_truth": ground_truth},
         "extra_info": {"id": "t", **extra_info},
     }
+
+
+# A program that speaks no MCP at all: it records its pid, then reads stdin and never answers,
+# like a server stuck before `initialize`.
+SILENT_SERVER = """
+import os, sys, time
+with open(sys.argv[1], "w") as handle:
+    handle.write(str(os.getpid()))
+while True:
+    time.sleep(1)
+"""
+
+
+def write_silent_server(folder: Path) -> Path:
+    path = folder / "silent_server.py"
+    path.write_text(SILENT_SERVER, encoding="utf-8")
+    return path

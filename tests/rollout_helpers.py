@@ -48,3 +48,45 @@ class GoldPolicyBackend:
             tokens = tokens[:limit]
             out.append(Generation(tokens, [-0.5] * len(tokens), reason))
         return out
+
+
+class ReplayBackend:
+    """Writes each task's scripted turns, for any env; both a batched and an async backend.
+
+    The task is found by its first user message in the decoded context and the turn by the
+    number of assistant headers, so it sees only what the engines send. ``delays[i]`` (seconds)
+    makes the async calls of a task finish out of order, as a busy server would. Used to prove
+    the lockstep and async engines keep the same books, on envs a tiny model cannot play.
+    """
+
+    def __init__(self, tokenizer, tasks, scripts, delays=None):
+        self.tokenizer = tokenizer
+        self.scripts = {t["prompt"][-1]["content"]: s for t, s in zip(tasks, scripts, strict=True)}
+        self.delays = {
+            t["prompt"][-1]["content"]: d for t, d in zip(tasks, delays or [], strict=False)
+        }
+        self.calls = 0
+
+    def _turn(self, ids, limit, settings: SamplingSettings) -> Generation:
+        text = self.tokenizer.decode(ids)
+        key = max((q for q in self.scripts if q in text), key=len)
+        turn = self.scripts[key][text.count("<|im_start|>assistant") - 1]
+        tokens = [
+            *self.tokenizer.encode(turn, add_special_tokens=False),
+            settings.stop_token_ids[0],
+        ]
+        reason = "stop" if len(tokens) <= limit else "length"
+        tokens = tokens[:limit]
+        return Generation(tokens, [-0.25] * len(tokens), reason)
+
+    def generate(self, prompts, max_tokens, settings):
+        self.calls += 1
+        return [self._turn(p, m, settings) for p, m in zip(prompts, max_tokens, strict=True)]
+
+    async def agenerate(self, prompt, max_tokens, settings, *, seed=None):
+        import asyncio
+
+        self.calls += 1
+        text = self.tokenizer.decode(prompt)
+        await asyncio.sleep(next((d for q, d in self.delays.items() if q in text), 0.0))
+        return self._turn(prompt, max_tokens, settings)

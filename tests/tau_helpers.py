@@ -4,7 +4,9 @@ The server speaks the real ``POST /v1/chat/completions`` wire protocol, so the r
 client talks to it. As the customer it answers from the instruction in its system prompt: the
 email when asked for it, "yes" to a confirmation, ``###STOP###`` otherwise. It can also play the
 checker of the ``verify`` strategy (answering No a set number of times) and writes react-format
-replies when the system prompt asks for them.
+replies when the system prompt asks for them. For failure tests it can answer 503 first, answer
+late (``delay``), call a device tool on every round (``device_loop``) or send a fixed (empty)
+text.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import dataclasses
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -178,18 +181,24 @@ class BankDualEnv(TauEnv):
 class CustomerServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, reject_verifications: int = 0, fail_first: int = 0):
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, reject_verifications: int = 0, fail_first: int = 0, port: int = 0):
+        super().__init__(("127.0.0.1", port), _Handler)
         self.requests: list[dict[str, Any]] = []
         self.reject_verifications = reject_verifications
         self.fail_first = fail_first  # answer this many requests with HTTP 503 first
         # device tool -> words in the agent's message that make the customer call it
         self.device_rules: dict[str, str] = {"unlock_card_in_app": "unlock"}
+        self.device_loop = False  # call a device tool whenever tool_choice allows it
+        self.text: str | None = None  # answer with this text instead (e.g. "" for an empty one)
+        self.delay = 0.0  # seconds to wait before answering (a slow server)
         self.lock = threading.Lock()
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that gave up on a slow answer is part of the tests, not an error
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -204,6 +213,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.requests.append(body)
             failing = self.server.fail_first > 0
             self.server.fail_first -= failing
+        time.sleep(self.server.delay)
         if failing:
             self.send_response(503)
             self.send_header("Content-Length", "0")
@@ -240,6 +250,12 @@ class _Handler(BaseHTTPRequestHandler):
         messages = body["messages"]
         tools = {t["function"]["name"] for t in body.get("tools", [])}
         last = messages[-1]
+        if self.server.device_loop and tools and body.get("tool_choice") != "none":
+            call = {"name": sorted(tools)[0], "arguments": json.dumps({"card_id": "c0"})}
+            part = {"id": f"call_{len(messages)}", "type": "function", "function": call}
+            return {"role": "assistant", "content": None, "tool_calls": [part]}
+        if self.server.text is not None:
+            return {"role": "assistant", "content": self.server.text}
         if last["role"] == "tool":
             return {"role": "assistant", "content": f"Done, the app says: {last['content']}"}
         for name, words in self.server.device_rules.items():
@@ -278,9 +294,14 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def customer_server(reject_verifications: int = 0, fail_first: int = 0) -> Iterator[CustomerServer]:
-    server = CustomerServer(reject_verifications, fail_first)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+def customer_server(
+    reject_verifications: int = 0, fail_first: int = 0, port: int = 0
+) -> Iterator[CustomerServer]:
+    """The customer on ``port`` (default: a free one; a given one "restarts" a dead server)."""
+    server = CustomerServer(reject_verifications, fail_first, port)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+    )
     thread.start()
     try:
         yield server

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import gc
+import glob
 import json
 import os
 import pickle
+import subprocess
 import sys
+import tempfile
 
 import gymnasium as gym
 import pytest
@@ -54,6 +58,12 @@ def call(name: str, code: str) -> str:
     return f"<tool_call>\n{json.dumps({'name': name, 'arguments': {'code': code}})}\n</tool_call>"
 
 
+def native_call(name: str, code: str) -> dict:
+    """A tool call as a chat API returns it (arguments as a JSON string)."""
+    arguments = json.dumps({"code": code})
+    return {"id": "c1", "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
 def make(row=ADD, **kwargs):
     env = gym.make("tool_envs/CodeExec-v0", tasks=[row], **kwargs)
     env.reset(seed=0)
@@ -91,6 +101,17 @@ def test_code_exec_shows_load_errors_with_the_line():
     text = obs[0]["content"]
     assert text.startswith("Your code failed to run: NameError")
     assert "solution.py line 2: `return undefined_name`" in text
+    env.close()
+
+
+def test_reset_info_says_what_model_code_can_reach():
+    env = gym.make("tool_envs/CodeExec-v0", tasks=[ADD])
+    _, info = env.reset(seed=0)
+    report = detect_isolation()
+    assert info["isolation"] == report.level.name.lower()
+    assert info["isolation_guarantees"] == report.guarantees
+    if report.level >= report.level.NAMESPACES:
+        assert "no project, task-data or home files" in info["isolation_guarantees"]
     env.close()
 
 
@@ -252,3 +273,149 @@ def test_extract_code_takes_the_last_block():
 def test_exiting_early_or_faking_the_result_line_earns_nothing(cheat):
     reward, info = submit(cheat)
     assert reward == 0.0 and info["passed"] == 0, info
+
+
+# -- nothing outlives its owner (issue 18) ----------------------------------------------------
+
+
+def _children() -> list[tuple[int, str]]:
+    """This process's children with their state (``Z`` for a zombie nobody reaped)."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me:
+            found.append((int(entry), fields[0]))
+    return sorted(found)
+
+
+def _sandbox_folders() -> set[str]:
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "tool-envs-sandbox-*")))
+
+
+def _levels() -> list[str]:
+    report = detect_isolation()
+    return [name for name, ok in report.available.items() if ok]
+
+
+def _unclosed_episodes(level: str, envs: int, episodes: int) -> None:
+    for _ in range(envs):
+        env = gym.make("tool_envs/CodeExec-v0", tasks=[ADD], isolation=level)
+        for _ in range(episodes):
+            env.reset(seed=0)
+            obs, *_ = env.step(call("code_exec", GOOD))
+            assert obs[0]["content"] == "Visible tests: 1/1 passed (1 passed)."
+        del env  # never closed
+        gc.collect()
+
+
+@pytest.mark.parametrize("level", ["strongest", "rlimits"])
+def test_unclosed_envs_leave_no_worker_zombie_or_folder(level):
+    level = detect_isolation().level.name.lower() if level == "strongest" else level
+    if level not in _levels():
+        pytest.skip(f"the {level} level is not available here")
+    children, folders = _children(), _sandbox_folders()
+    # 300 unclosed episodes at the strongest level; the rlimits level (host folders) fewer.
+    envs, episodes = (10, 30) if level == detect_isolation().level.name.lower() else (4, 5)
+    _unclosed_episodes(level, envs, episodes)
+    assert _children() == children
+    assert _sandbox_folders() == folders
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("level", ["bwrap", "namespaces", "rlimits"])
+def test_300_unclosed_episodes_leak_nothing_at_every_level(level):
+    if level not in _levels():
+        pytest.skip(f"the {level} level is not available here")
+    children, folders = _children(), _sandbox_folders()
+    _unclosed_episodes(level, 20, 15)
+    assert _children() == children
+    assert _sandbox_folders() == folders
+
+
+def test_a_process_that_exits_without_closing_leaves_nothing():
+    script = (
+        "import json, sys\n"
+        "import gymnasium as gym, tool_envs\n"
+        "gym.register_envs(tool_envs)\n"
+        "from tool_envs.code import code_task_row\n"
+        f"row = json.loads({json.dumps(json.dumps(ADD))})\n"
+        "out = []\n"
+        f"for level in {_levels()!r}:\n"
+        "    env = gym.make('tool_envs/CodeExec-v0', tasks=[row], isolation=level)\n"
+        "    env.reset(seed=0)\n"
+        f"    env.step({call('code_exec', GOOD)!r})\n"
+        "    box = env.unwrapped._owned\n"
+        "    out.append([box.uid, box._host_root, box._proc.pid])\n"
+        "print(json.dumps(out))\n"  # and exit, closing nothing
+    )
+    folders = _sandbox_folders()
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    for uid, host_root, pid in json.loads(done.stdout.strip().splitlines()[-1]):
+        assert not os.path.exists(f"/proc/{pid}"), f"worker {pid} outlived its process"
+        assert host_root is None or not os.path.exists(host_root)
+        assert _processes_of(uid) == []
+    assert _sandbox_folders() == folders
+
+
+def _processes_of(uid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and os.stat(f"/proc/{entry}").st_uid == uid:
+                found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+# -- the judge cannot be fooled or broken (issue 18) ------------------------------------------
+
+
+_FORGED = {"load_error": None, "results": [["passed", ""]] * 4, "stdout": ""}
+
+
+@pytest.mark.parametrize(
+    "cheat",
+    [
+        "import builtins\nbuiltins.exec = lambda *a, **k: None\n",
+        "import builtins\n_c = compile\n"
+        "builtins.compile = lambda *a, **k: _c('pass', 'x', 'exec')\n",
+        f"import json\njson.dumps = lambda *a, **k: {json.dumps(_FORGED)!r}\n",
+        f"import builtins\nbuiltins.repr = lambda o: {repr(_FORGED)!r}\n",
+    ],
+    ids=["patch-exec", "patch-compile", "patch-json", "patch-repr"],
+)
+def test_patching_what_the_harness_uses_earns_nothing(cheat):
+    reward, info = submit(cheat + "def add(a, b):\n    return -999\n")
+    assert reward == 0.0 and info["passed"] == 0, info
+
+
+@pytest.mark.parametrize(
+    "solution",
+    [
+        "def add(a, b):\n    return a + b\nraise ValueError('" + "b" * 1_000_000 + "')\n",
+        "def add(a, b):\n    assert False, 'c' * 1_000_000\n",
+        "def add(a, b):\n    return a + b\nX = '" + "a" * 1_000_000 + "'\n",
+        "import os\nos.write(1, b'x' * 10**7)\ndef add(a, b):\n    return a + b\n",
+    ],
+    ids=["huge-load-error", "huge-assert-message", "megabyte-source", "flood-stdout"],
+)
+def test_a_megabyte_submission_is_judged_not_raised(solution):
+    # Native tool calls: text of a megabyte is past what the parsers read (MAX_PARSE_CHARS).
+    env = make()
+    action = {"role": "assistant", "content": "", "tool_calls": [native_call("submit", solution)]}
+    _, reward, terminated, _, info = env.step(action)
+    env.close()
+    info = info["reward_info"]
+    assert terminated
+    expected = 1.0 if "X = '" in solution else 0.0
+    assert reward == expected, info
+    assert all(len(line) < 1000 for line in info["failures"])

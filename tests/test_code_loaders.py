@@ -613,3 +613,56 @@ def test_pickles_that_are_not_one_string_are_refused_not_loaded(payload, tmp_pat
         load_code_tasks(rows)
     assert (info.value.index, info.value.field) == (1, "private_test_cases")
     assert not marker.exists()
+
+
+# -- HumanEval as it ships (issue 18) ---------------------------------------------------------
+
+# Shaped like HumanEval/38: the prompt defines a helper that the tests call and the function
+# itself may use; a correct completion need not repeat it.
+HUMANEVAL_WITH_HELPER = {
+    "task_id": "Demo/38",
+    "entry_point": "decode_shift",
+    "prompt": "def encode_shift(s: str):\n"
+    '    """Shift every letter by 5 in the alphabet."""\n'
+    '    return "".join(chr(((ord(ch) + 5 - ord("a")) % 26) + ord("a")) for ch in s)\n\n\n'
+    "def decode_shift(s: str):\n"
+    '    """Take a string encoded with encode_shift and return the decoded string."""\n',
+    "canonical_solution": '    return "".join(chr(((ord(ch) - 5 - ord("a")) % 26) + ord("a"))'
+    " for ch in s)\n",
+    "test": "\n\ndef check(candidate):\n"
+    "    for word in ('hello', 'xyz', 'abc'):\n"
+    "        assert candidate(encode_shift(word)) == word\n",
+}
+# Correct solutions in the forms agents write them.
+HELPER_SOLUTIONS = {
+    "prompt-plus-body": HUMANEVAL_WITH_HELPER["prompt"]
+    + HUMANEVAL_WITH_HELPER["canonical_solution"],
+    "function-only": "def decode_shift(s):\n"
+    '    return "".join(chr(((ord(c) - 5 - ord("a")) % 26) + ord("a")) for c in s)\n',
+    "using-the-helper": "def decode_shift(s):\n"
+    "    for _ in range(25):\n        s = encode_shift(s)\n    return s\n",
+}
+
+
+@pytest.mark.parametrize("form", list(HELPER_SOLUTIONS))
+def test_humaneval_correct_solutions_pass_whatever_their_form(form, sandbox):
+    row = load_code_tasks([HUMANEVAL_WITH_HELPER])[0]
+    suite = parse_reward_spec(row["reward_spec"]).tests
+    report = run_tests(sandbox, HELPER_SOLUTIONS[form], suite, suite.graded)
+    assert report.all_passed, report
+    wrong = run_tests(sandbox, "def decode_shift(s):\n    return s\n", suite, suite.graded)
+    assert not wrong.all_passed
+
+
+def test_humaneval_prompt_appears_once_and_gz_files_load(tmp_path):
+    import gzip
+
+    path = tmp_path / "HumanEval.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        for raw in [*HUMANEVAL, HUMANEVAL_WITH_HELPER]:
+            handle.write(json.dumps(raw) + "\n")
+    rows = load_code_tasks(str(path))
+    assert [row["extra_info"]["id"] for row in rows] == ["Demo/0", "Demo/1", "Demo/2", "Demo/38"]
+    for raw, row in zip([*HUMANEVAL, HUMANEVAL_WITH_HELPER], rows, strict=True):
+        assert row["prompt"][1]["content"].count(raw["prompt"].strip()) == 1
+        assert row["reward_spec"]["tests"]["prelude"] == raw["prompt"]

@@ -183,7 +183,9 @@ def test_caller_mistakes_raise_clear_errors(env):
     with pytest.raises(EnvConfigError, match="unknown reset options"):
         env.reset(options={"tsk": TASK})
     other = copy.deepcopy(TASK) | {"env_id": "tool_envs/TauRetail-v0"}
-    with pytest.raises(EnvConfigError, match="is for 'tool_envs/TauRetail-v0'"):
+    with pytest.raises(
+        TaskRowError, match="field 'env_id': the row is for 'tool_envs/TauRetail-v0'"
+    ):
         env.reset(options={"task": other})
     broken = copy.deepcopy(TASK)
     broken["reward_spec"] = {"gold_calls": []}
@@ -220,7 +222,125 @@ def test_tasks_kwarg_and_seeded_draws():
 
 
 def test_task_set_with_rows_of_another_env_is_rejected():
-    rows = [copy.deepcopy(TASK) | {"env_id": "tool_envs/Other-v0"}]
+    rows = [copy.deepcopy(TASK), copy.deepcopy(TASK) | {"env_id": "tool_envs/Other-v0"}]
     env = gym.make(ENV_ID, tasks=rows)
-    with pytest.raises(EnvConfigError, match="tool_envs/Other-v0"):
+    with pytest.raises(TaskRowError, match=r"row 1, field 'env_id': .*tool_envs/Other-v0"):
         env.reset(seed=0)
+
+
+# -- hostile actions (issue 18): each class of failure, with the issue's example -------------
+
+
+def _native(*parts, content=""):
+    return {"role": "assistant", "content": content, "tool_calls": list(parts)}
+
+
+def _part(name="add", arguments=None, call_id="c1"):
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def _deep(depth):
+    value = 1
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+HOSTILE = {
+    "deep-dict-arguments": (_native(_part(arguments=_deep(900))), "nested more than 64"),
+    "deep-string-arguments": (_native(_part(arguments="[" * 5000 + "]" * 5000)), "too deeply"),
+    "5000-digit-integer": (_native(_part(arguments='{"a": ' + "9" * 5000 + "}")), "digits"),
+    "integer-object": (_native(_part(arguments={"a": 10**5000, "b": 1})), "4000 digits"),
+    "tool-calls-is-a-number": ({"role": "assistant", "tool_calls": 5}, '"tool_calls" must be'),
+    "tool-calls-is-text": ({"role": "assistant", "tool_calls": "add"}, '"tool_calls" must be'),
+    "call-is-not-an-object": (_native(7), "each tool call must be"),
+    "arguments-are-a-list": (_native(_part(arguments=[1, 2])), "must be a JSON object"),
+    "non-string-key": (_native(_part(arguments={1: 2})), "key that is a number"),
+    "deep-text-call": (
+        call("add", a=1)[: -len("}}</tool_call>")] + ', "b": ' + '{"x": ' * 900 + "1" + "}" * 902,
+        "nested more than 64",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_hostile_actions_become_error_observations(env, name):
+    action, expected = HOSTILE[name]
+    env.reset(options={"task": TASK})
+    observation, _, terminated, _, info = env.step(action)
+    assert observation and observation[0]["content"].startswith("Error: ")
+    assert expected in observation[0]["content"], observation
+    assert env.observation_space.contains(observation)
+    assert info["stats"]["parse_errors"] >= 1 and not terminated
+    assert env.unwrapped.observation_space.contains(env.unwrapped.messages)  # still readable
+    _, _, terminated, _, _ = env.step("The answer is 3.")  # the episode goes on normally
+    assert terminated
+
+
+def test_call_ids_are_strings_in_messages_and_observations(env):
+    env.reset(options={"task": TASK})
+    parts = [_part("add", {"a": 1, "b": 2}, 5), _part("add", {"a": 1, "b": 2}, [1]), _part()]
+    parts[2]["id"] = 10**5000  # too long to print: replaced
+    observation, *_ = env.step(_native(*parts))
+    ids = [message["tool_call_id"] for message in observation]
+    assert ids[0] == "5" and all(isinstance(i, str) and i for i in ids)
+    assert len(set(ids)) == 3
+    assert [c["id"] for c in env.unwrapped.messages[-4]["tool_calls"]] == ids
+    assert env.observation_space.contains(observation)
+
+
+def test_at_most_64_calls_run_per_turn(env):
+    env.reset(options={"task": TASK})
+    observation, _, _, _, info = env.step("".join(call("add", a=i, b=1) for i in range(70)))
+    assert info["stats"]["tool_calls"] == 64
+    assert "70 tool calls in one turn" in info["parse_error"]
+    assert len(observation) == 65
+
+
+def test_a_rejected_action_does_not_advance_the_turn(env):
+    env.reset(options={"task": TASK})
+    env.step(call("add", a=1, b=2))
+    before = env.unwrapped.messages
+    for bad in (42, {"role": "user", "content": "hi"}, {"role": "assistant", "content": 5}):
+        with pytest.raises(InvalidAction):
+            env.step(bad)
+    assert env.unwrapped.messages == before
+    _, _, _, _, info = env.step(call("add", a=1, b=2))
+    assert info["turn"] == 2  # the rejected actions were not turns
+
+
+def test_step_refuses_after_a_reset_that_failed_until_a_good_reset(env):
+    env.reset(options={"task": TASK})
+    env.step(call("add", a=1, b=2))
+    bad = copy.deepcopy(TASK)
+    bad["reward_spec"]["answer"] = "seven"
+    with pytest.raises(TaskRowError, match=r"reward_spec\.answer"):
+        env.reset(options={"task": bad})
+    assert env.unwrapped.task is None and env.unwrapped.messages == []
+    with pytest.raises(ResetNeeded, match=r"last reset\(\) failed \(TaskRowError"):
+        env.step("The answer is 3.")
+    env.reset(options={"task": TASK})
+    assert env.step(call("add", a=1, b=2))[4]["turn"] == 1
+
+
+def test_a_bad_row_in_a_list_is_named_by_index_and_field():
+    rows = [copy.deepcopy(TASK) for _ in range(4)]
+    rows[2]["reward_spec"]["answer"] = None
+    with pytest.raises(TaskRowError, match=r"row 2, field 'reward_spec\.answer'"):
+        gym.make(ENV_ID, tasks=rows).reset(seed=0)
+    rows[2] = {"prompt": [], "env_id": ENV_ID}
+    with pytest.raises(TaskRowError, match=r"row 2, field 'prompt'"):
+        gym.make(ENV_ID, tasks=rows).reset(seed=0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"tolerance": "x"}, "tolerance='x' is not valid: expected a finite number >= 0"),
+        ({"tolerance": -1.0}, "tolerance=-1.0"),
+        ({"require_tool_use": "no"}, "require_tool_use='no' is not valid: expected True or False"),
+    ],
+)
+def test_bad_constructor_arguments_fail_at_make_time(kwargs, message):
+    with pytest.raises(EnvConfigError, match=message):
+        gym.make(ENV_ID, **kwargs)

@@ -1,6 +1,7 @@
 """The evaluation CLI: metrics on fixed trial tables, real ``openai`` client runs against a local
 chat server (native and text mode), resuming after Ctrl-C / a failing server / a killed process,
-the gold and noop baselines, ``tool-envs check``, and the error messages."""
+the gold and noop baselines, ``tool-envs check``, the error messages, and void trials (a
+simulated user's server that is down) that are counted, never saved, and replayed."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ from eval_helpers import (
     requests_of_plan,
     serve,
 )
+from failing_servers import killed_url
+from tau_helpers import PROMPT_TOKENS, customer_server
+from vllm_helpers import requires_vllm
 
 from tool_envs.calculator.tasks import default_splits
 from tool_envs.cli import main
@@ -456,3 +460,119 @@ def test_config_rejects_impossible_settings(tmp_path: Path) -> None:
     with pytest.raises(EvalError, match="--concurrency"):
         EvalConfig(envs=[CALC], out=tmp_path, model="m", concurrency=0).validate()
     assert math.isclose(pass_hat_k(3, 3, 3), 1.0)
+
+
+# --------------------------------------------------------------------------- helper failures
+
+RETAIL = "tool_envs/TauRetail-v0"
+
+
+def _retail_with_llm_user(user_url: str, out: Path, server: CalculatorChatServer) -> list[str]:
+    """The CLI on two retail tasks: the agent chats, an LLM user behind ``user_url`` answers."""
+    user = {"base_url": user_url, "api_key": "k", "max_retries": 0, "timeout": 5}
+    argv = ["eval", "--env", RETAIL, "--model", "m", "--base-url", server.url, "--api-key", "k"]
+    argv += ["--env-kwargs", json.dumps({RETAIL: {"user_kwargs": user}}), "--user", "llm"]
+    argv += ["--limit", "2", "--concurrency", "1", "--void-limit", "2", "--max-retries", "0"]
+    return [*argv, "--no-progress", "--out", str(out)]
+
+
+def test_a_dead_user_simulator_voids_trials_and_the_same_command_replays_them(
+    server: CalculatorChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.chatter = "How can I help you today?"
+    out = tmp_path / "void"
+    user_url = killed_url()  # the user simulator's server is down
+    argv = _retail_with_llm_user(user_url, out, server)
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "stopped: 2 trials in a row were void" in err
+    assert f"user_simulator failed (cannot reach the LLM user simulator at {user_url}" in err
+    assert "run the same command again to replay them" in err
+    assert not (out / "trajectories.jsonl").exists()  # nothing recorded as the agent's failure
+    void = [json.loads(line) for line in (out / "void.jsonl").read_text().splitlines()]
+    assert [v["outcome"] for v in void] == ["void", "void"]
+    # the agent was called once per trial, and the records say so
+    assert [(v["usage"]["requests"], v["turns"]) for v in void] == [(1, 1), (1, 1)]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["overall"]["void_trials"] == 2 and summary["run"]["void_trials"] == 2
+    assert summary["overall"]["void_causes"] == {"user_simulator": 2}
+
+    port = int(user_url.rsplit(":", 1)[1].split("/")[0])
+    with customer_server(port=port) as customer:  # the user's server is back, same address
+        assert main(argv) == 0
+    printed = capsys.readouterr().out
+    lines = _lines(out)
+    assert len(lines) == 2 and {line["outcome"] for line in lines} == {"failure"}
+    assert sum(line["helper_usage"]["user"]["calls"] for line in lines) == len(customer.requests)
+    overall = json.loads((out / "summary.json").read_text())["overall"]
+    assert overall["user_calls"] == len(customer.requests) > 0
+    assert overall["user_prompt_tokens"] == PROMPT_TOKENS * len(customer.requests)
+    assert overall["judge_calls"] is None and overall["void_trials"] == 0
+    assert "user in/out" in printed and "judge in/out" not in printed
+
+
+def test_void_trials_that_do_not_persist_are_counted_and_the_run_goes_on(
+    server: CalculatorChatServer, tmp_path: Path
+) -> None:
+    server.chatter = "How can I help you today?"
+    with customer_server(fail_first=1) as customer:  # only the first user call fails
+        user = {"base_url": customer.base_url, "api_key": "k", "max_retries": 0}
+        config = _config(
+            server,
+            tmp_path / "flaky",
+            envs=[RETAIL],
+            user="llm",
+            env_kwargs={RETAIL: {"user_kwargs": user}},
+            limit=2,
+            trials=1,
+            concurrency=1,
+        )
+        result = run_eval(config)
+    assert result.error is None and result.summary["run"]["void_trials"] == 1
+    assert result.summary["run"]["finished_trials"] == 1 and not result.summary["run"]["complete"]
+    assert "void" in format_table(result.summary).splitlines()[0]
+
+
+def test_user_goes_only_to_envs_with_a_simulated_user(tmp_path: Path) -> None:
+    with customer_server() as customer:
+        user = {"base_url": customer.base_url, "api_key": "k", "max_retries": 0}
+        config = EvalConfig(
+            envs=[CALC, RETAIL],
+            out=tmp_path / "mixed",
+            agent="gold",
+            user="llm",
+            env_kwargs={RETAIL: {"user_kwargs": user}},
+            limit=1,
+            progress=False,
+        )
+        result = run_eval(config)
+    assert result.error is None and result.summary["run"]["complete"]
+    assert result.summary["envs"][CALC]["success_rate"] == 1.0
+    with pytest.raises(EvalError, match="--user llm applies to envs with a simulated user"):
+        run_eval(EvalConfig(envs=[CALC], out=tmp_path / "x", agent="gold", user="llm"))
+
+
+@pytest.mark.vllm
+@requires_vllm
+def test_a_model_name_typo_leaves_the_folder_free_for_the_corrected_command(
+    vllm_server: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "typo"
+    settings: dict[str, Any] = {
+        "envs": [CALC],
+        "out": out,
+        "base_url": vllm_server.url + "/v1",
+        "api_key": "k",
+        "mode": "text",
+        "limit": 1,
+        "max_turns": 2,
+        "max_tokens": 16,
+        "max_retries": 0,
+        "progress": False,
+    }
+    typo = run_eval(EvalConfig(model="tyni", **settings))
+    assert typo.error is not None and "answered 404" in typo.error and "--model" in typo.error
+    fixed = run_eval(EvalConfig(model="tiny", **settings))  # the same folder is accepted
+    assert fixed.error is None and fixed.new_trials == 1
+    with pytest.raises(EvalError, match="holds trials of a run with other settings"):
+        run_eval(EvalConfig(model="tyni", **settings))  # now it holds a trial: refused

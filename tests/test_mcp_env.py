@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -23,6 +26,7 @@ from mcp_helpers import (
     row,
     start_http_server,
     stdio,
+    write_silent_server,
     write_tiny_server,
 )
 
@@ -351,6 +355,147 @@ def test_fresh_state_restarts_the_rows_servers_at_reset(config):
         env.reset(options={"task": row({"answer": "x"}, servers=["tiny"])})
         pids.append(_pid(env))
     assert pids[0] != pids[1]
+    env.close()
+    assert not _alive(pids[1])  # an episode's own server stops with it
+
+
+def test_fresh_state_gives_each_episode_its_own_files_and_leaves_none(config):
+    shared = _env(config)
+    shared.reset(options={"task": row({"answer": "x"}, servers=["tiny"])})
+    shared_pid = _pid(shared)
+    env = _env(config, fresh_state=True)
+    folders = []
+    for episode in range(3):
+        env.reset(options={"task": row({"answer": "x"}, servers=["tiny"])})
+        env.step(call("remember", text=f"episode {episode}"))
+        obs, *_ = env.step(call("recall"))
+        assert obs[0]["content"] == f"episode {episode}\n"  # nothing from earlier episodes
+        folders.append(env.connection("tiny").spec.cwd)
+    assert len(set(folders)) == 3 and not any(os.path.exists(f) for f in folders[:-1])
+    env.close()
+    assert not os.path.exists(folders[-1])
+    # The shared server (other envs' state) was neither restarted nor written to.
+    assert _pid(shared) == shared_pid
+    obs, *_ = shared.step(call("recall"))
+    assert "episode" not in obs[0]["content"]
+
+
+@pytest.mark.parametrize(
+    ("reward_spec", "extra_info", "field"),
+    [
+        ({"ground_truth": [1]}, {}, "reward_spec.ground_truth"),
+        ({"ground_truth": {"answers": 5}}, {}, "reward_spec.ground_truth.answers"),
+        ({"answers": 5}, {}, "reward_spec.answers"),
+        ({"ground_truth": {"tool_sequence": [{"tool": 3}]}}, {}, "reward_spec.ground_truth.tool_"),
+        ({"answer": "x"}, {"servers": "tiny"}, "extra_info.servers"),
+        ({"answer": "x"}, {"servers": ["nope"]}, "extra_info.servers"),
+    ],
+)
+def test_bad_row_fields_are_named_with_the_row_index(config, reward_spec, extra_info, field):
+    bad = {**row({"answer": "x"}), "reward_spec": reward_spec, "extra_info": extra_info}
+    with pytest.raises(TaskRowError, match=f"field '{re.escape(field)}"):
+        _env(config).reset(options={"task": bad})
+    env = MCPEnv(servers=config, tasks=[row({"answer": "x"}), bad])
+    with pytest.raises(TaskRowError, match=f"row 1, field '{re.escape(field)}"):
+        env.reset(seed=0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"call_timeout_s": "x"}, "call_timeout_s='x'"),
+        ({"connect_timeout_s": 0}, "connect_timeout_s=0"),
+        ({"retries": 1.5}, "retries=1.5"),
+        ({"fresh_state": "yes"}, "fresh_state='yes'"),
+        ({"allow_tools": [1]}, "allow_tools"),
+    ],
+)
+def test_bad_arguments_fail_at_construction(config, kwargs, message):
+    with pytest.raises(EnvConfigError, match=re.escape(message)):
+        _env(config, **kwargs)
+
+
+def test_episode_dir_placeholder_is_filled_in():
+    from tool_envs.mcp.config import uses_episode_dir, with_episode_dir
+
+    spec = load_servers(
+        {
+            "mcpServers": {
+                "db": {
+                    "command": "srv",
+                    "args": ["--db", "{episode_dir}/x.db"],
+                    "env": {"MEMORY_FILE_PATH": "{episode_dir}/m.json"},
+                }
+            }
+        }
+    )["db"]
+    assert uses_episode_dir(spec)
+    filled = with_episode_dir(spec, "/e1", working_dir=True)
+    assert filled.args == ("--db", "/e1/x.db") and filled.env == {"MEMORY_FILE_PATH": "/e1/m.json"}
+    assert filled.cwd == "/e1" and with_episode_dir(spec, "/e1").cwd is None
+
+
+def _alive(pid: int, wait_s: float = 10.0) -> bool:
+    """Whether ``pid`` still runs (a zombie counts as gone) after up to ``wait_s`` seconds."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return False
+        if state == "Z":
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_wedged_server_is_restarted_on_the_next_call(config):
+    env = _env(config, call_timeout_s=1.0, fresh_state=True)
+    env.reset(options={"task": row({"answer": "x"}, servers=["tiny"])})
+    before = _pid(env)
+    obs, *_ = env.step(call("freeze"))
+    assert "timed out" in obs[0]["content"] and "restarted on the next call" in obs[0]["content"]
+    after = _pid(env)
+    assert after != before
+    assert not _alive(before)  # the frozen process was killed, not left behind
+    env.close()
+
+
+def test_a_server_that_never_initialises_is_stopped_and_named(tmp_path):
+    import gymnasium as gym
+
+    import tool_envs
+
+    gym.register_envs(tool_envs)
+    pid_file = tmp_path / "pid"
+    script = write_silent_server(tmp_path)
+    servers = {"mcpServers": {"silent": stdio(str(script), str(pid_file))}}
+    env = gym.make(
+        "tool_envs/MCP-v0", servers=servers, tasks=[row({"answer": "x"})], connect_timeout_s=1
+    )
+    started = time.monotonic()
+    with pytest.raises(MCPConnectionError, match=r"'silent' did not finish starting within 1 s"):
+        env.reset(seed=0)
+    assert time.monotonic() - started < 10
+    assert not _alive(int(pid_file.read_text()), wait_s=0.5)  # stopped before the error
+    env.close()
+
+
+def test_a_process_that_exits_right_after_a_connect_error_leaves_no_server(tmp_path):
+    pid_file = tmp_path / "pid"
+    script = write_silent_server(tmp_path)
+    program = (
+        "from tool_envs.mcp.client import MCPConnectionError, MCPServerConnection\n"
+        "from tool_envs.mcp.config import load_servers\n"
+        f"spec = load_servers({{'mcpServers': {{'s': {stdio(str(script), str(pid_file))!r}}}}})\n"
+        "try:\n"
+        "    MCPServerConnection('s', spec['s'], connect_timeout_s=1).list_tools()\n"
+        "except MCPConnectionError:\n"
+        "    pass\n"  # and exit at once
+    )
+    subprocess.run([sys.executable, "-c", program], check=True, timeout=60)
+    assert not _alive(int(pid_file.read_text()), wait_s=1.0)
 
 
 def test_concurrent_calls_from_threads_share_one_session(config):

@@ -166,3 +166,41 @@ def test_hermes_single_call_fast_path_agrees_with_the_full_scan(text):
     fast = parser._single_call(text)
     if fast is not None:
         assert fast == parser._scan(text)
+
+
+# -- linear time (issue 18) ---------------------------------------------------------------------
+# Inputs on which the parsers used to take quadratic time (measured before the fix on 2 cores:
+# 33 s, 13 s, 14 s, 14 s and 14 s); linear parsers read each in well under a second.
+SLOW_BEFORE = {
+    "python-calls": ("python", "\n".join(f"add(a={i}, b=2)" for i in range(3000))),
+    "unclosed-hermes": ("hermes", '<tool_call>{"name":"a","arguments":{}}' * 40_000),
+    "hermes-strings": ("hermes", '<tool_call>["</tool_call>' * 60_000),
+    "json-fences": ("json", '```json\n{"name":"a","arguments":{}}\n```\n' * 20_000),
+    "answer-tags": ("answer", "<answer>" * 20_000),
+}
+LINEAR_BOUND_S = 4.0
+
+
+@pytest.mark.parametrize("case", list(SLOW_BEFORE))
+def test_parsers_and_extractors_take_linear_time(case):
+    import time
+
+    from tool_envs.search.scoring import extract_answer
+
+    kind, text = SLOW_BEFORE[case]
+    names = [kind, "auto"] if kind != "answer" else []
+    started = time.perf_counter()
+    for name in names:
+        check(get_parser(name).parse(text), name)
+    if kind == "answer":
+        assert extract_answer(text) is None
+    assert time.perf_counter() - started < LINEAR_BOUND_S
+
+
+def test_text_past_the_cap_is_not_read_for_calls():
+    from tool_envs.core.parsers._common import MAX_PARSE_CHARS
+
+    text = '<tool_call>{"name": "add", "arguments": {}}</tool_call>' + " " * MAX_PARSE_CHARS
+    for name in PARSER_NAMES:
+        result = get_parser(name).parse(text)
+        assert result.tool_calls == () and "at most 1,000,000 characters" in result.error.message

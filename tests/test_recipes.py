@@ -41,12 +41,14 @@ def test_every_config_names_only_known_options(config):
     import yaml
 
     recipe = "train_sft" if "_sft" in config.name else "train_grpo"
+    recipe = "train_async_grpo" if "_async" in config.name else recipe
     module = load_recipe(recipe)
-    arg_types = (
-        (module.GoldArguments, SFTConfig, ModelConfig)
-        if recipe == "train_sft"
-        else (module.EnvArguments, GRPOConfig, ModelConfig)
-    )
+    if recipe == "train_sft":
+        arg_types = (module.GoldArguments, SFTConfig, ModelConfig)
+    elif recipe == "train_async_grpo":
+        arg_types = (module.AsyncEnvArguments, module.AsyncGRPOConfig)
+    else:
+        arg_types = (module.EnvArguments, GRPOConfig, ModelConfig)
     known = {f.name for cls in arg_types for f in dataclasses.fields(cls)}
     options = yaml.safe_load(config.read_text())
     assert set(options) <= known, f"unknown options: {sorted(set(options) - known)}"
@@ -55,6 +57,25 @@ def test_every_config_names_only_known_options(config):
             ["--config", str(config)]
         )
         assert model_args.model_name_or_path and script_args.tasks
+
+
+def test_the_async_recipe_dry_run_checks_tasks_and_the_worker(tiny_model, tmp_path):
+    """The GPU-only async recipe: its config, tasks, template and worker, checked on a CPU."""
+    out = run(
+        "train_async_grpo.py",
+        "--config",
+        REPO / "recipes/configs/calculator_qwen2.5_1.5b_async.yaml",
+        "--model_name_or_path",
+        tiny_model,
+        "--output_dir",
+        tmp_path,
+        "--use_cpu",
+        "--bf16",
+        "false",
+        "--dry_run",
+    )
+    count = len(default_splits()["train"])
+    assert f"dry run: {count} tasks, the setup and the rollout worker are valid" in out
 
 
 def run(script, *args, timeout=300):

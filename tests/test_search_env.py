@@ -159,6 +159,43 @@ def test_bad_configuration_and_rows():
         make().reset(options={"task": bad})
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_results_limit": "x"}, "max_results_limit='x' is not valid: expected an integer"),
+        ({"snippet_chars": 0}, "snippet_chars=0"),
+        ({"max_retries": -1}, "max_retries=-1"),
+        ({"requests_per_minute": 0}, "requests_per_minute=0"),
+        ({"must_search_first": "yes"}, "must_search_first='yes'"),
+        ({"provider_kwargs": [1]}, "provider_kwargs"),
+        ({"provider": 3}, "provider=3"),
+    ],
+)
+def test_bad_arguments_fail_at_make_time(kwargs, message):
+    with pytest.raises(EnvConfigError, match=message):
+        gym.make("tool_envs/WebSearch-v0", tasks=[ROW], **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("part", "key", "value", "field"),
+    [
+        ("extra_info", "documents", "not a list", "extra_info.documents"),
+        ("extra_info", "documents", [{"id": "d1"}], "extra_info.documents"),
+        ("extra_info", "corpus_seed", "seven", "extra_info.corpus_seed"),
+        ("extra_info", "corpus", 5, "extra_info.corpus"),
+        ("reward_spec", "answers", "Quillmere", "reward_spec.answers"),
+    ],
+)
+def test_bad_row_fields_are_named_with_the_row_index(part, key, value, field):
+    bad = json.loads(json.dumps(ROW))
+    bad[part][key] = value
+    with pytest.raises(TaskRowError, match=f"field '{field}'"):
+        make().reset(options={"task": bad})
+    env = gym.make("tool_envs/WebSearch-v0", tasks=[ROW, ROW, bad], provider=ScriptedProvider())
+    with pytest.raises(TaskRowError, match=f"row 2, field '{field}'"):
+        env.reset(seed=0)
+
+
 def test_gold_turns_and_pickling():
     env = make()
     turns = env.unwrapped.gold_turns(ROW)

@@ -237,6 +237,45 @@ def test_rows_tau2_cannot_read_fail_with_the_field_named(airline):
         airline.reset(options={"task": row})
 
 
+def test_each_bad_field_is_named_and_bad_arguments_fail_at_make():
+    env = gym.make("tool_envs/Tau2Airline-v0", split="base")
+    cases = [
+        (("reward_spec", "evaluation_criteria"), {"actions": 5}, "reward_spec.evaluation_criteria"),
+        (("reward_spec", "initial_state"), "x", "reward_spec.initial_state"),
+        (
+            ("extra_info", "tau2_user_scenario"),
+            {"instructions": 5},
+            "extra_info.tau2_user_scenario",
+        ),
+        (("extra_info", "user_scenario"), 3, "extra_info.user_scenario"),
+    ]
+    for (part, key), value, field in cases:
+        row = airline_row("1")
+        row[part][key] = value
+        with pytest.raises(TaskRowError, match=f"field '{field}"):
+            env.reset(options={"task": row})
+    rows = [airline_row("1"), airline_row("2")]
+    rows[1]["reward_spec"]["evaluation_criteria"] = {"actions": 5}
+    with pytest.raises(TaskRowError, match=r"row 1, field 'reward_spec\.evaluation_criteria"):
+        gym.make("tool_envs/Tau2Airline-v0", tasks=rows).reset(seed=0)
+    for kwargs in ({"max_errors": "x"}, {"reward_basis": 5}, {"user_kwargs": [1]}):
+        with pytest.raises(EnvConfigError, match=next(iter(kwargs))):
+            gym.make("tool_envs/Tau2Airline-v0", **kwargs)
+    env.close()
+
+
+def test_an_integer_call_id_keeps_the_episode_going(airline):
+    airline.reset(options={"task": airline_row("1")})
+    call_part = {"id": 5, "function": {"name": "get_user_details", "arguments": '{"user_id": "x"}'}}
+    for _ in range(2):  # the second step reads the first call back through tau2's messages
+        observation, *_ = airline.step({"role": "assistant", "tool_calls": [call_part]})
+        assert observation[0]["tool_call_id"] == "5"
+        assert airline.observation_space.contains(observation)
+    observation, *_ = airline.step("Can you tell me your user id?")
+    assert observation[0]["role"] == "user"
+    assert len(airline.tau2_messages()) > 3
+
+
 def test_a_pickled_env_replays_its_episode(airline):
     row = airline_row("0")
     airline.reset(options={"task": row})
@@ -356,9 +395,11 @@ def test_an_openai_compatible_judge_scores_nl_assertions():
         assert "that reservation cannot be cancelled" in prompt
         info = play(env.unwrapped, row, ["Done, I have cancelled it."])
         assert info["reward"] == 0.0 and info["nl_assertions"][0]["met"] is False
+        # no verdict: the judge failed, not the agent
         replies["text"] = "I think the agent did fine."
         info = play(env.unwrapped, row, ["Sorry, that reservation cannot be cancelled."])
-        assert info["reward"] == 0.0 and "verdicts" in info["nl_judge_error"]
+        assert info["outcome"] == "void" and info["void_cause"] == "judge"
+        assert "did not answer with {'verdicts'" in info["reason"]
         env.close()
     with pytest.raises(EnvConfigError, match="nl_judge"):
         Tau2AirlineEnv(nl_judge="gpt-4o")

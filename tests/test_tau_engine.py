@@ -7,7 +7,6 @@ import pickle
 import threading
 
 import gymnasium as gym
-import openai
 import pytest
 from tau_helpers import (
     BANK,
@@ -21,7 +20,7 @@ from tau_helpers import (
     dual_row,
 )
 
-from tool_envs.errors import EnvConfigError, TaskRowError
+from tool_envs.errors import EnvConfigError, InfrastructureError, TaskRowError
 from tool_envs.tau.convert import convert_tau_bench_tasks
 from tool_envs.tau.db import BaseTables, Database
 from tool_envs.tau.task import UserScenario
@@ -276,18 +275,17 @@ def test_llm_user_retries_server_errors_with_the_clients_backoff():
     with customer_server(fail_first=5) as server:
         user = LLMUser(base_url=server.base_url, api_key="k", max_retries=1, timeout=5)
         user.start(UserScenario(reason_for_call="r"), "hi")
-        with pytest.raises(openai.InternalServerError):
+        with pytest.raises(InfrastructureError, match=r"answered HTTP 503 \(.*2 tries\)") as failed:
             user.reply("hello")
+        assert failed.value.cause == "user_simulator"  # the env voids the episode
         assert len(server.requests) == 2
 
 
-def test_llm_user_without_a_key_fails_on_first_use_with_a_clear_message(monkeypatch):
+def test_llm_user_without_a_key_fails_at_construction_with_a_clear_message(monkeypatch):
     for name in ("OPENAI_API_KEY", "TOOL_ENVS_USER_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    user = LLMUser(base_url="http://127.0.0.1:9/v1")
-    user.start(UserScenario(reason_for_call="r"), "hi")
     with pytest.raises(EnvConfigError, match="needs an API key"):
-        user.reply("hello")
+        LLMUser(base_url="http://127.0.0.1:9/v1")
     with pytest.raises(EnvConfigError, match="strategy='psychic'"):
         LLMUser(strategy="psychic")
 

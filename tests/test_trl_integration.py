@@ -151,3 +151,58 @@ def test_reward_info_functions_read_named_sub_rewards():
     infos = [json.dumps({"successful_tool_calls": 2}), json.dumps({"reason": "x"}), ""]
     assert read.__name__ == "reward_info_successful_tool_calls"
     assert read(completions=[None] * 3, reward_info=infos) == [2.0, None, None]
+
+
+GRADER_DOWN_FOR: set[str] = set()  # task ids the flaky calculator's grader cannot score
+
+
+def register_flaky_calculator() -> str:
+    import gymnasium as gym
+
+    from tool_envs.calculator.env import CalculatorEnv
+    from tool_envs.errors import InfrastructureError
+
+    class Flaky(CalculatorEnv):
+        """A Calculator whose (pretend) grader service is down for some tasks."""
+
+        def _compute_reward(self):
+            if self.task["extra_info"]["id"] in GRADER_DOWN_FOR:
+                raise InfrastructureError("grader: connection refused", cause="judge")
+            return super()._compute_reward()
+
+    env_id = "tool_envs_test/FlakyCalculator-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=Flaky, max_episode_steps=8)
+    return env_id
+
+
+def test_void_episodes_are_masked_out_of_the_loss_and_counted(tiny, tmp_path, monkeypatch):
+    """A group whose grader is down trains on nothing: no token in the loss, no reward, no
+    share of the baseline; the step logs the void rate and its cause."""
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    env_id = register_flaky_calculator()
+    rows = [{**r, "env_id": env_id} for r in default_splits()["train"][16:24]]
+    GRADER_DOWN_FOR.clear()
+    GRADER_DOWN_FOR.add(rows[4]["extra_info"]["id"])
+    calls = []
+    gold = GoldPolicyBackend(tiny[1], rows)
+    rollout_func = recording(
+        make_rollout_func(backend_factory=lambda trainer: gold, max_void_fraction=0.5), calls
+    )
+    trainer = make_trainer(tiny, tmp_path, rows, rollout_func)
+    trainer.train()
+
+    output = calls[0][2]
+    void = [i for i, outcome in enumerate(output["outcome"]) if outcome == "void"]
+    assert len(void) == 4 and len({output["task_id"][i] for i in void}) == 1  # one whole group
+    for i, ids in enumerate(output["completion_ids"]):
+        if i in void:
+            assert output["env_reward"][i] is None and output["env_mask"][i] == [0] * len(ids)
+            assert json.loads(output["reward_info"][i])["void_cause"] == "judge"
+        else:
+            assert output["env_reward"][i] == 1.0 and sum(output["env_mask"][i]) > 0
+    logged = trainer.state.log_history[0]
+    assert logged["env/void_rate"] == 0.5 and logged["env/void/judge"] == 0.5
+    policy_tokens = [sum(mask) for mask in output["env_mask"]]
+    assert logged["completions/mean_length"] == pytest.approx(sum(policy_tokens) / 8)
+    assert logged["rewards/env_reward/mean"] == 1.0  # the void group is not scored as 0

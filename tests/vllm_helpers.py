@@ -132,7 +132,8 @@ class FaultProxy:
     Each request is forwarded unchanged unless a queued fault applies to it: ``"500"`` /
     ``"503"`` (answered with that status, not forwarded), ``"malformed"`` (a 200 whose body is
     not JSON), ``"no_ids"`` (the server's answer with every choice's ids and logprob tokens
-    removed). ``logprobs_mode`` rewrites the mode ``GET /server_info`` reports, or answers 404
+    removed), ``"hang"`` (nothing for ``hang_seconds``, then forwarded: a frozen server).
+    ``logprobs_mode`` rewrites the mode ``GET /server_info`` reports, or answers 404
     when it is ``"absent"`` (a server not in dev mode). ``requests`` records each POST body and
     ``response_bytes`` each answer's size.
     """
@@ -148,6 +149,7 @@ class FaultProxy:
         self.upstream = upstream.rstrip("/")
         self.faults: deque[str] = deque()
         self.logprobs_mode: str | None = None
+        self.hang_seconds = 10.0
         self.requests: list[dict[str, Any]] = []
         self.response_bytes: list[int] = []
         self._lock = threading.Lock()
@@ -178,6 +180,10 @@ class FaultProxy:
                 self.requests.append(json.loads(raw or b"{}"))
                 fault = self.faults.popleft() if self.faults else None
         info = method == "GET" and handler.path.startswith("/server_info")
+        if fault == "hang":
+            import time
+
+            time.sleep(self.hang_seconds)
         if info and self.logprobs_mode == "absent":
             status, body = 404, b'{"detail": "Not Found"}'
         elif fault in ("500", "503"):

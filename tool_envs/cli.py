@@ -67,7 +67,11 @@ def _add_eval_parser(commands: Any) -> None:
         metavar="JSON",
         help='gymnasium.make arguments per env, e.g. {"tool_envs/X-v0": {"k": 1}}',
     )
-    run.add_argument("--user", help="passed as user= to every env (envs with a simulated user)")
+    run.add_argument(
+        "--user",
+        help="user= for the envs that have a simulated user (scripted, llm, human); other envs "
+        "of the run are made without it",
+    )
     run.add_argument("--parser", help="tool-call parser of the envs (text mode), default auto")
     run.add_argument("--max-turns", type=int, help="override each env's turn limit")
     run.add_argument("--temperature", type=float, help="sampling temperature (default: server's)")
@@ -81,6 +85,13 @@ def _add_eval_parser(commands: Any) -> None:
         nargs=2,
         metavar=("IN", "OUT"),
         help="price per million prompt / completion tokens, for the cost column",
+    )
+    run.add_argument(
+        "--void-limit",
+        type=int,
+        default=3,
+        help="stop after this many void trials in a row (a simulated user's or judge's API "
+        "failing: not the agent's doing, never saved, replayed by a rerun); 0: never stop",
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -174,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 timeout=args.timeout,
                 max_retries=args.max_retries,
                 price_per_million=tuple(args.price_per_million) if args.price_per_million else None,
+                void_limit=args.void_limit,
                 progress=not args.no_progress,
             )
         )

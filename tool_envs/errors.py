@@ -33,6 +33,7 @@ class TaskRowError(ToolEnvsError, ValueError):
     def __init__(self, message: str, *, index: int | None = None, field: str | None = None):
         self.index = index
         self.field = field
+        self.detail = message  # without the "row N, field 'x': " prefix, to re-raise with more
         where = []
         if index is not None:
             where.append(f"row {index}")

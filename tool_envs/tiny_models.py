@@ -232,13 +232,15 @@ def fit_to_gold(
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from tool_envs.rollout.engine import RolloutEngine
+    from tool_envs.rollout.engine import RolloutConfig, RolloutEngine
     from tool_envs.rollout.sft import gold_sft_rows
 
     folder = Path(folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-    with RolloutEngine(tokenizer, None) as engine:
+    # Gold of code or search tasks is long in a tiny vocabulary: no budget cuts it short.
+    config = RolloutConfig(max_completion_length=16384, max_tokens_per_turn=16384)
+    with RolloutEngine(tokenizer, None, config=config) as engine:
         rows = gold_sft_rows(engine, tasks)
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)

@@ -13,6 +13,7 @@ from typing import Any
 
 from tool_envs.calculator.tasks import default_splits, gold_turns
 from tool_envs.calculator.tools import CALCULATOR_TOOLS
+from tool_envs.core import options
 from tool_envs.core.env import TaskSource, ToolEnv
 from tool_envs.core.messages import Message
 from tool_envs.core.parsers import ToolCallParser
@@ -54,8 +55,8 @@ class CalculatorEnv(ToolEnv):
         tolerance: float = 1e-6,
     ):
         super().__init__(tasks=tasks, parser=parser, render_mode=render_mode)
-        self.require_tool_use = require_tool_use
-        self.tolerance = tolerance
+        self.require_tool_use = options.flag("require_tool_use", require_tool_use)
+        self.tolerance = options.number("tolerance", tolerance, minimum=0.0)
         self._calculator = Toolset(CALCULATOR_TOOLS)
         self._expected: float = math.nan
         self._final_answer: str | None = None
@@ -69,14 +70,19 @@ class CalculatorEnv(ToolEnv):
     def gold_turns(self, task: Mapping[str, Any]) -> list[str] | None:
         return gold_turns(dict(task))
 
-    def _start_episode(self, task: dict[str, Any]) -> Toolset:
+    def check_task(self, task: dict[str, Any]) -> None:
         answer = task["reward_spec"].get("answer")
         if isinstance(answer, bool) or not isinstance(answer, (int, float)):
             raise TaskRowError(
-                f"Calculator tasks need a numeric reward_spec['answer'], got {answer!r}",
-                field="reward_spec.answer",
+                f"Calculator tasks need a number here, got {answer!r}", field="reward_spec.answer"
             )
-        self._expected = float(answer)
+        if not math.isfinite(answer):
+            raise TaskRowError(
+                f"must be a finite number, got {answer!r}", field="reward_spec.answer"
+            )
+
+    def _start_episode(self, task: dict[str, Any]) -> Toolset:
+        self._expected = float(task["reward_spec"]["answer"])
         self._final_answer = None
         return self._calculator
 

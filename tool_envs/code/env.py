@@ -13,7 +13,9 @@ from typing import Any
 
 from tool_envs.code.judge import JudgeReport, Runner, run_tests
 from tool_envs.code.sandbox import IsolationLevel, Sandbox, SandboxPool, SandboxUnavailable
+from tool_envs.code.sandbox.isolation import GUARANTEES
 from tool_envs.code.spec import CodeRewardSpec, parse_reward_spec
+from tool_envs.core import options
 from tool_envs.core.env import TaskSource, ToolEnv
 from tool_envs.core.messages import Message
 from tool_envs.core.parsers import ToolCallParser
@@ -62,7 +64,10 @@ class CodeExecEnv(ToolEnv):
         sandbox: A started or unstarted :class:`Sandbox` / :class:`SandboxPool` to share
             between envs (the caller closes it). Default: the env owns one warm worker.
         isolation: ``"bwrap"``, ``"namespaces"``, ``"rlimits"`` or ``"none"``; default: the
-            strongest available (see ``tool-envs doctor``).
+            strongest available (see ``tool-envs doctor``). What model code can see at the
+            level in use is in ``info["isolation_guarantees"]`` after reset: at ``bwrap`` and
+            ``namespaces`` nothing of the host but the interpreter and system libraries (no
+            task data); at ``rlimits`` every world-readable file, task data included.
         allow_unisolated: Required to run model-written code with no isolation at all.
         success_reward, failure_penalty, timeout_penalty, no_submission_penalty,
         partial_credit: The reward, as above (penalties are subtracted; give them >= 0).
@@ -91,17 +96,23 @@ class CodeExecEnv(ToolEnv):
             ("timeout_penalty", timeout_penalty),
             ("no_submission_penalty", no_submission_penalty),
         ):
-            if value < 0:
+            if not isinstance(value, bool) and isinstance(value, (int, float)) and value < 0:
                 raise EnvConfigError(f"{name}={value} must be >= 0 (penalties are subtracted)")
-        self.success_reward = success_reward
-        self.failure_penalty = failure_penalty
-        self.timeout_penalty = timeout_penalty
-        self.no_submission_penalty = no_submission_penalty
-        self.partial_credit = partial_credit
-        self.answer_from_reply = answer_from_reply
+        self.success_reward = options.number("success_reward", success_reward)
+        self.failure_penalty = options.number("failure_penalty", failure_penalty, minimum=0)
+        self.timeout_penalty = options.number("timeout_penalty", timeout_penalty, minimum=0)
+        self.no_submission_penalty = options.number(
+            "no_submission_penalty", no_submission_penalty, minimum=0
+        )
+        self.partial_credit = options.flag("partial_credit", partial_credit)
+        self.answer_from_reply = options.flag("answer_from_reply", answer_from_reply)
+        if sandbox is not None and not callable(getattr(sandbox, "run", None)):
+            raise EnvConfigError(
+                f"sandbox={sandbox!r} is not valid: expected a Sandbox or SandboxPool (or None)"
+            )
         self._shared_runner = sandbox
         self._level = _parse_level(isolation)
-        self._allow_unisolated = allow_unisolated
+        self._allow_unisolated = options.flag("allow_unisolated", allow_unisolated)
         self._owned: Sandbox | None = None
         if sandbox is None:
             self._owned = self._new_sandbox()  # fail at construction if the level is missing
@@ -168,7 +179,11 @@ class CodeExecEnv(ToolEnv):
     ) -> tuple[list[Message], dict[str, Any]]:
         observation, info = super().reset(seed=seed, options=options)
         info["isolation"] = self.isolation
+        info["isolation_guarantees"] = GUARANTEES[IsolationLevel[self.isolation.upper()]]
         return observation, info
+
+    def check_task(self, task: dict[str, Any]) -> None:
+        parse_reward_spec(task["reward_spec"])
 
     def _start_episode(self, task: dict[str, Any]) -> Toolset:
         self._spec = parse_reward_spec(task["reward_spec"])
@@ -299,6 +314,8 @@ def _hermes_call(name: str, arguments: dict[str, Any]) -> str:
 def _parse_level(isolation: str | None) -> IsolationLevel | None:
     if isolation is None:
         return None
+    if not isinstance(isolation, str):
+        raise EnvConfigError(f"isolation={isolation!r} is not a level name (a string) or None")
     try:
         return IsolationLevel[isolation.upper()]
     except KeyError:

@@ -7,11 +7,20 @@ solution runs, so a solution can neither read the tests from disk nor fake the r
 printing; an early ``exit()`` or ``os._exit()`` leaves no result line and fails every test.
 Stdio tests run one process per case and compare output line by line.
 
+The solution runs in the harness's interpreter, so the harness takes nothing from a module or
+the ``builtins`` the solution could patch: it keeps its own references to ``compile``, ``exec``,
+``repr`` and friends, taken before the solution runs, gives each test a private copy of the
+original builtins, and writes its report with ``repr`` (read back with ``ast.literal_eval``), not
+with the ``json`` module. Every text in the report is clipped in the harness, so a solution of a
+megabyte (or a huge exception message) cannot push the report past the output limit; a report
+that is cut or malformed anyway fails every test instead of raising.
+
 Out of scope: a solution that walks the interpreter's frames to find the harness's variables.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import secrets
 from collections.abc import Sequence
@@ -26,9 +35,12 @@ Status = Literal["passed", "failed", "error", "timeout", "memory", "not_run"]
 _DETAIL_CHARS = 300
 _OUTPUT_CHARS = 2000
 
-# The harness is a fixed program: everything task-specific arrives on stdin as JSON.
+# The harness is a fixed program: everything task-specific arrives on stdin as JSON. Everything
+# it calls after the solution has run is bound as a default argument before, out of its reach.
 _HARNESS = r"""
-import json, linecache, signal, sys, traceback
+import builtins, json, linecache, signal, sys, traceback
+
+_ORIGINAL_BUILTINS = dict(builtins.__dict__)
 
 class _Timeout(BaseException):
     pass
@@ -36,64 +48,88 @@ class _Timeout(BaseException):
 def _alarm(signum, frame):
     raise _Timeout()
 
-def _compile(text, name):
-    linecache.cache[name] = (len(text), None, text.splitlines(True), name)
-    return compile(text, name, "exec")
+def _clip(text, limit, _len=len, _str=str):
+    text = _str(text)
+    return text if _len(text) <= limit else text[: limit - 15] + " ...[truncated]"
 
-def _describe(exc, source):
-    if isinstance(exc, _Timeout):
+def _describe(exc, source, limit, _isinstance=isinstance, _type=type, _clip=_clip,
+              _extract=traceback.extract_tb, _format=traceback.format_exception_only):
+    if _isinstance(exc, _Timeout):
         return "timeout", "time limit exceeded"
-    if isinstance(exc, MemoryError):
+    if _isinstance(exc, MemoryError):
         return "memory", "MemoryError (memory limit exceeded)"
     where = ""
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if frame.filename in (source, "solution.py", "setup.py"):
-            where = " at %s line %s: `%s`" % (frame.filename, frame.lineno, frame.line or "")
-    if isinstance(exc, AssertionError):
-        message = str(exc)
-        return "failed", "AssertionError" + (": " + message if message else "") + where
-    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    return "error", text + where
+    try:
+        for frame in _extract(exc.__traceback__):
+            if frame.filename in (source, "solution.py", "setup.py", "prelude.py"):
+                where = " at %s line %s: `%s`" % (frame.filename, frame.lineno,
+                                                   _clip(frame.line or "", limit))
+        if _isinstance(exc, AssertionError):
+            message = _clip(exc, limit)
+            return "failed", _clip("AssertionError" + (": " + message if message else "") + where,
+                                   limit)
+        text = "".join(_format(_type(exc), exc)).strip()
+    except BaseException:  # an exception whose str() raises, or a patched traceback module
+        text = "an exception that cannot be described"
+    return "error", _clip(text + where, limit)
 
-def _run(payload):
+def _run(payload, _compile=compile, _exec=exec, _dict=dict, _repr=repr, _list=list,
+         _setitimer=signal.setitimer, _real=signal.ITIMER_REAL, _real_stdout=sys.stdout,
+         _builtins=_ORIGINAL_BUILTINS, _describe=_describe, _clip=_clip, _enumerate=enumerate,
+         _cache=linecache.cache):
     import io
-    nonce, limit = payload["nonce"], payload["time_limit_s"]
+
+    def compiled(text, name):
+        _cache[name] = (len(text), None, text.splitlines(True), name)
+        return _compile(text, name, "exec")
+
+    nonce, limit, keep = payload["nonce"], payload["time_limit_s"], payload["keep"]
+    detail = payload["detail_chars"]
+    tests, setup = _list(payload["tests"]), payload["setup"]
     signal.signal(signal.SIGALRM, _alarm)
-    real_stdout, captured = sys.stdout, io.StringIO()
+    captured = io.StringIO()
     sys.stdout = captured
-    namespace = {"__name__": "solution", "__builtins__": __builtins__}
+    namespace = {"__name__": "solution", "__builtins__": builtins}
     load_error, results = None, []
     try:
-        signal.setitimer(signal.ITIMER_REAL, limit)
-        exec(_compile(payload["solution"], "solution.py"), namespace)
+        _setitimer(_real, limit)
+        if payload["prelude"]:
+            _exec(compiled(payload["prelude"], "prelude.py"), namespace)
+        _exec(compiled(payload["solution"], "solution.py"), namespace)
     except BaseException as exc:  # SystemExit too: a solution must not end the run
-        load_error = _describe(exc, "solution.py")[1]
+        load_error = _describe(exc, "solution.py", detail)[1]
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-    for index, test in enumerate(payload["tests"]):
+        _setitimer(_real, 0)
+    for index, test in _enumerate(tests):
         if load_error is not None:
             results.append(["not_run", "the solution failed to load"])
             continue
-        scope = dict(namespace)
+        scope = _dict(namespace)
+        scope["__builtins__"] = _dict(_builtins)
         source = "test_%d.py" % (index + 1)
         try:
-            signal.setitimer(signal.ITIMER_REAL, limit)
-            if payload["setup"]:
-                exec(_compile(payload["setup"], "setup.py"), scope)
-            exec(_compile(test, source), scope)
+            _setitimer(_real, limit)
+            if setup:
+                _exec(compiled(setup, "setup.py"), scope)
+            _exec(compiled(test, source), scope)
             results.append(["passed", ""])
         except BaseException as exc:
-            results.append(list(_describe(exc, source)))
+            results.append(_list(_describe(exc, source, detail)))
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-    sys.stdout = real_stdout
-    out = captured.getvalue()
-    report = {"load_error": load_error, "results": results, "stdout": out[:payload["keep"]]}
-    real_stdout.write("\n" + nonce + json.dumps(report) + "\n")
-    real_stdout.flush()
+            _setitimer(_real, 0)
+    try:
+        out = _clip(captured.getvalue(), keep)
+    except BaseException:
+        out = ""
+    report = _repr({"load_error": load_error, "results": results, "stdout": out})
+    _real_stdout.write("\n" + nonce + report + "\n")
+    _real_stdout.flush()
 
 _run(json.loads(sys.stdin.read()))
 """
+# What the report may take on stdout: repr() writes a character as at most 10 bytes (\U0001f600).
+_REPORT_BYTES_PER_CHAR = 10
+_STATUSES = frozenset({"passed", "failed", "error", "timeout", "memory", "not_run"})
 
 
 class Runner(Protocol):
@@ -182,20 +218,28 @@ def _run_assert(
         "nonce": nonce,
         "solution": solution,
         "setup": suite.setup,
+        "prelude": suite.prelude,
         "tests": tests,
         "time_limit_s": time_limit_s,
         "keep": _OUTPUT_CHARS,
+        "detail_chars": _DETAIL_CHARS,
     }
+    report_chars = _OUTPUT_CHARS + _DETAIL_CHARS * (len(tests) + 1) + 64 * (len(tests) + 4)
     request = RunRequest(
         code=_HARNESS,
         stdin=json.dumps(payload),
         time_limit_s=time_limit_s * (len(tests) + 1) + 1.0,
         memory_limit_mb=memory_limit_mb,
+        # What the solution prints to the real stdout, then the report, which must fit whole.
+        output_limit_bytes=RunRequest.output_limit_bytes
+        + report_chars * _REPORT_BYTES_PER_CHAR
+        + len(nonce),
     )
     result = runner.run(request)
-    marker = result.stdout.rfind(nonce)
-    if marker < 0:
-        # The process died before reporting (os._exit, a kill at the limit, a crash).
+    report = _read_report(result.stdout, nonce, len(tests))
+    if report is None:
+        # The process died before reporting (os._exit, a kill at the limit, a crash), or the
+        # solution flooded stdout so that the report was cut.
         reason = _process_failure(result)
         status: Status = (
             "timeout" if result.timed_out else ("memory" if result.memory_exceeded else "error")
@@ -209,7 +253,6 @@ def _run_assert(
             isolation=result.isolation,
             notes=[reason],
         )
-    report = json.loads(result.stdout[marker + len(nonce) :].splitlines()[0])
     return JudgeReport(
         results=[
             TestResult(status, _clip(detail, _DETAIL_CHARS)) for status, detail in report["results"]
@@ -220,6 +263,34 @@ def _run_assert(
         duration_s=result.duration_s,
         isolation=result.isolation,
     )
+
+
+def _read_report(stdout: str, nonce: str, tests: int) -> dict[str, Any] | None:
+    """The harness's report after ``nonce``, or None if it is missing, cut or malformed."""
+    marker = stdout.rfind(nonce)
+    if marker < 0:
+        return None
+    line = stdout[marker + len(nonce) :].split("\n", 1)[0]
+    try:
+        report = ast.literal_eval(line)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(report, dict) or not isinstance(report.get("results"), list):
+        return None
+    results = report["results"]
+    well_formed = len(results) == tests and all(
+        isinstance(item, list)
+        and len(item) == 2
+        and item[0] in _STATUSES
+        and isinstance(item[1], str)
+        for item in results
+    )
+    load_error = report.get("load_error")
+    if not well_formed or not isinstance(report.get("stdout"), str):
+        return None
+    if load_error is not None and not isinstance(load_error, str):
+        return None
+    return report
 
 
 def _run_stdio(

@@ -378,11 +378,18 @@ def _humaneval(raw: Mapping[str, Any], opts: ConvertOptions) -> dict[str, Any] |
         return None
     solution = _get(raw, "canonical_solution", str, None)
     visible = _doctest_asserts(prompt, entry) if opts.doctest_visible else []
-    tests = _suite("assert", visible, [f"{test}\ncheck({entry})\n"], opts, entry_point=entry)
+    # The prompt runs before the solution (its imports and helpers, such as HumanEval/38's
+    # encode_cyclic, which the tests call), so a correct solution need not repeat them.
+    hidden = [f"{test}\ncheck({entry})\n"]
+    tests = _suite("assert", visible, hidden, opts, entry_point=entry, prelude=prompt)
     reference = None if solution is None else prompt + solution
-    return _row(
-        opts, "humaneval", _get(raw, "task_id", (str, int)), prompt, tests, prompt, reference
+    statement = (
+        f"Complete the Python function `{entry}` in the starter code below: keep its "
+        "signature and make it do what its docstring says. Helpers and imports the starter "
+        "code defines are available to your solution."
     )
+    task_id = _get(raw, "task_id", (str, int))
+    return _row(opts, "humaneval", task_id, statement, tests, prompt, reference)
 
 
 def _doctest_asserts(prompt: str, entry: str) -> list[str]:

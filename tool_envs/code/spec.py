@@ -8,6 +8,7 @@ everything about the problem's origin in ``extra_info``::
             "kind": "assert" | "stdio",
             "entry_point": "add" | None,    # the function assert tests call (assert kind)
             "setup": "",                    # code run before every assert test (helpers, imports)
+            "prelude": "",                  # code run before the solution, in its namespace
             "visible": [...],               # what code_exec runs; the agent may see these
             "hidden": [...],                # what the reward runs (all tests when empty)
         },
@@ -61,6 +62,14 @@ class TestSuite(BaseModel):
         default=None, description="Name of the function the assert tests call."
     )
     setup: StrictStr = Field(default="", description="Code run before each assert test.")
+    prelude: StrictStr = Field(
+        default="",
+        description=(
+            "Code run in the solution's namespace before the solution (assert kind): the "
+            "helpers and imports a prompt gives, so that a solution need not repeat them "
+            "(HumanEval's prompts define helpers the tests and the function call)."
+        ),
+    )
     visible: list[StrictStr] | list[StdioCase] = Field(
         default_factory=list, description="Tests code_exec runs; shown to the agent."
     )
@@ -82,8 +91,8 @@ class TestSuite(BaseModel):
                     raise ValueError(f"{name}: {self.kind} tests must be {what}")
         if not self.visible and not self.hidden:
             raise ValueError("a task needs at least one test (visible or hidden)")
-        if self.kind == "stdio" and self.setup:
-            raise ValueError("setup only applies to assert tests")
+        if self.kind == "stdio" and (self.setup or self.prelude):
+            raise ValueError("setup and prelude only apply to assert tests")
         return self
 
     @property
@@ -154,6 +163,9 @@ def code_task_row(
             },
         ],
         "env_id": ENV_ID,
-        "reward_spec": spec.model_dump(mode="json"),
+        # An empty prelude is left out, so rows written before it existed stay byte-identical.
+        "reward_spec": spec.model_dump(
+            mode="json", exclude={"tests": {"prelude"}} if not spec.tests.prelude else None
+        ),
         "extra_info": info,
     }

@@ -11,7 +11,7 @@ import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
 from tool_envs.core import messages
-from tool_envs.core.actions import interpret_action
+from tool_envs.core.actions import InterpretedAction, interpret_action
 from tool_envs.core.messages import Message
 from tool_envs.core.outcome import outcome_of, void_info
 from tool_envs.core.parsers import ToolCallParser, get_parser
@@ -19,7 +19,7 @@ from tool_envs.core.parsers.base import ToolCall
 from tool_envs.core.spaces import AssistantTurn, ChatMessages
 from tool_envs.core.tools import ToolOutcome, Toolset
 from tool_envs.data import load_tasks, validate_row
-from tool_envs.errors import EnvConfigError, InfrastructureError
+from tool_envs.errors import EnvConfigError, InfrastructureError, TaskRowError
 
 TaskSource = str | Sequence[Mapping[str, Any]]
 
@@ -46,9 +46,21 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
     others take it as the final answer and end the episode.
 
     **Nothing a model writes raises.** Bad syntax, unknown tools, wrong arguments and exceptions
-    inside tools become tool messages starting with ``"Error: "`` and counters in ``info``. Only
-    caller mistakes raise: stepping before reset or after the end (``ResetNeeded``), an action of
-    the wrong Python type (``InvalidAction``), a malformed task row (``TaskRowError``).
+    inside tools become tool messages starting with ``"Error: "`` and counters in ``info``. That
+    includes hostile input (checked by ``tests/test_env_fuzz.py`` on every env): call arguments
+    must be plain JSON objects nested at most 64 deep with integers short enough to print
+    (:mod:`tool_envs.core.json_values`), ``tool_calls`` that is not a list is an error message,
+    call ids are made strings, at most 64 calls of a turn run
+    (:data:`~tool_envs.core.actions.MAX_TOOL_CALLS`), and text longer than a million characters
+    is not read for calls (every parser is linear in the text).
+
+    Only caller mistakes raise: an action of the wrong Python type (``InvalidAction``; the turn
+    does not count and nothing changes), stepping before a successful reset or after the end
+    (``ResetNeeded``; a reset whose row was rejected leaves no episode to step in), a malformed
+    task row (``TaskRowError``, naming the row index and the field) and bad constructor arguments
+    (``EnvConfigError``, at ``gymnasium.make`` time). Rows are checked when the task set loads
+    and when ``reset`` gets one, with :meth:`check_task` for what an env needs beyond the
+    schema. A bug that raises inside a step rolls the turn back and ends the episode.
 
     **Rewards** are 0 on every step but the last; the final step carries the task reward, and
     ``info["reward_info"]`` says how it was computed and why it is what it is.
@@ -79,8 +91,10 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
 
     **Subclasses** implement :meth:`default_tasks`, :meth:`_start_episode` (set up per-task state
     and return the toolset), :meth:`_on_reply` (what happens when the assistant talks to the user)
-    and :meth:`_compute_reward`; they may override :meth:`_end_episode` to release per-episode
-    resources. ``close()`` must leave no process, socket or temp dir behind.
+    and :meth:`_compute_reward`; they override :meth:`check_task` to reject rows they cannot run
+    (naming the field) and may override :meth:`_end_episode` to release per-episode resources.
+    ``close()`` must leave no process, socket or temp dir behind, and so must an env that is
+    garbage collected without ``close()`` (use :func:`weakref.finalize`).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012 - gymnasium's convention
@@ -111,6 +125,7 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
         self._stats = _new_stats()
         self._checkpoint: tuple[int, int, dict[str, int], int] = (0, 0, self._stats, 0)
         self._needs_reset = True
+        self._reset_failure: str | None = None
 
     # ----------------------------------------------------------------------- subclass API
 
@@ -132,6 +147,15 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
 
     def _end_episode(self) -> None:
         """Release per-episode resources; called before each reset and on close."""
+
+    def check_task(self, task: dict[str, Any]) -> None:
+        """Raise :class:`~tool_envs.errors.TaskRowError` naming the field if ``task`` (a row that
+        passed the schema) lacks what this env needs, e.g. a numeric ``reward_spec.answer``.
+
+        Called for every row of the task set when it is loaded (the error then names the row
+        index) and for a row given to ``reset``, so a bad row fails before any episode starts
+        rather than in the middle of one. The default accepts every row.
+        """
 
     def _step_info(self) -> dict[str, Any]:
         """Env-specific keys added to every step's ``info`` (e.g. a search history)."""
@@ -174,8 +198,8 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
             tasks = load_tasks(source)
             if not tasks:
                 raise EnvConfigError(f"{type(self).__name__} has an empty task set")
-            for task in tasks:
-                self._check_env_id(task)
+            for index, task in enumerate(tasks):
+                self._check_row(task, index)
             self._tasks = tasks
         return self._tasks
 
@@ -189,37 +213,46 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
             raise EnvConfigError(
                 f"unknown reset options {sorted(options)}; the only option is 'task'"
             )
+        # Until this reset succeeds there is no episode: a row rejected below must not leave
+        # step() playing on the previous episode.
+        self._needs_reset = True
         self._end_episode()
-        if row is None:
-            index: int | None = int(self.np_random.integers(len(self.tasks)))
-            task = copy.deepcopy(self.tasks[index])
-        else:
-            index, task = None, validate_row(row)
-            self._check_env_id(task)
-        self._task = task
-        self._toolset = self._start_episode(copy.deepcopy(task))
+        self._clear_episode()
+        try:
+            index, task = self._pick_task(row)
+            toolset = self._start_episode(copy.deepcopy(task))
+        except Exception as exc:
+            self._reset_failure = f"{type(exc).__name__}: {exc}"
+            raise
+        self._task, self._toolset = task, toolset
         self._messages = copy.deepcopy(task["prompt"])
-        self._call_log = []
-        self._turn = 0
-        self._stats = _new_stats()
-        self._needs_reset = False
+        self._needs_reset, self._reset_failure = False, None
         info = {"turn": 0, "task_id": task["extra_info"].get("id"), "task_index": index}
         return copy.deepcopy(self._messages), info
 
     def step(self, action: Any) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
         if self._needs_reset:
-            raise ResetNeeded(
-                "step() was called before reset() or after the episode ended; call reset() first"
-            )
+            raise ResetNeeded(self._reset_needed_message())
+        # Interpreted before anything changes: an action rejected with InvalidAction (a caller's
+        # mistake, not a model's) leaves the turn counter and the conversation as they were.
+        interpreted = interpret_action(action, self.parser, self._toolset.name_set, self._turn + 1)
+        self._checkpoint = (self._turn, len(self._messages), dict(self._stats), len(self._call_log))
         try:
-            return self._play_turn(action)
+            return self._play_turn(interpreted)
         except InfrastructureError as exc:
             return self._void_turn(exc)
+        except BaseException:
+            # A bug in an env or tool: undo the turn and end the episode, whose state can no
+            # longer be trusted; the caller sees the exception.
+            self._roll_back()
+            self._needs_reset = True
+            self._reset_failure = "the previous step() raised"
+            raise
 
-    def _play_turn(self, action: Any) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
-        self._checkpoint = (self._turn, len(self._messages), dict(self._stats), len(self._call_log))
+    def _play_turn(
+        self, interpreted: InterpretedAction
+    ) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
         self._turn += 1
-        interpreted = interpret_action(action, self.parser, self._toolset.name_set, self._turn)
         self._messages.append(interpreted.message)
 
         observation: list[Message] = []
@@ -282,10 +315,7 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
         Rolling the turn back keeps ``messages``, the turn counter and the stats consistent (no
         assistant message without the reply it was waiting for).
         """
-        turn, length, stats, calls = self._checkpoint
-        self._turn, self._stats = turn, stats
-        del self._messages[length:]
-        del self._call_log[calls:]
+        self._roll_back()
         self._needs_reset = True
         info = {
             "turn": self._turn,
@@ -298,6 +328,13 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
         }
         return [], 0.0, False, True, info
 
+    def _roll_back(self) -> None:
+        """Undo the turn in progress: turn counter, stats, conversation and call log."""
+        turn, length, stats, calls = self._checkpoint
+        self._turn, self._stats = turn, stats
+        del self._messages[length:]
+        del self._call_log[calls:]
+
     def render(self) -> str | None:
         if self.render_mode == "ansi":
             return messages.render_transcript(self._messages)
@@ -309,13 +346,48 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
 
     # ----------------------------------------------------------------------- helpers
 
-    def _check_env_id(self, task: dict[str, Any]) -> None:
+    def _pick_task(self, row: Any) -> tuple[int | None, dict[str, Any]]:
+        """The task of the next episode: ``row`` checked, or one drawn from the task set."""
+        if row is None:
+            index = int(self.np_random.integers(len(self.tasks)))
+            return index, copy.deepcopy(self.tasks[index])
+        task = validate_row(row)
+        self._check_row(task, None)
+        return None, task
+
+    def _check_row(self, task: dict[str, Any], index: int | None) -> None:
+        """The env-level checks of a schema-valid row; errors name the row index and field."""
         spec = self.unwrapped.spec
         if spec is not None and task["env_id"] != spec.id:
-            raise EnvConfigError(
-                f"the task row is for '{task['env_id']}' but this env is '{spec.id}'; "
-                "route rows by their env_id (gymnasium.make(row['env_id']))"
+            raise TaskRowError(
+                f"the row is for '{task['env_id']}' but this env is '{spec.id}'; "
+                "route rows by their env_id (gymnasium.make(row['env_id']))",
+                index=index,
+                field="env_id",
             )
+        try:
+            self.check_task(task)
+        except TaskRowError as exc:
+            if index is None or exc.index is not None:
+                raise
+            raise TaskRowError(exc.detail, index=index, field=exc.field) from None
+
+    def _clear_episode(self) -> None:
+        """Forget the previous episode (its resources were released by ``_end_episode``)."""
+        self._task = None
+        self._toolset = Toolset()
+        self._messages = []
+        self._call_log = []
+        self._turn = 0
+        self._stats = _new_stats()
+
+    def _reset_needed_message(self) -> str:
+        if self._reset_failure is not None:
+            return (
+                f"no episode is running: the last reset() failed ({self._reset_failure}); call "
+                "reset() again with a valid task"
+            )
+        return "step() was called before reset() or after the episode ended; call reset() first"
 
 
 def _copy_message(message: Message) -> Message:

@@ -38,6 +38,10 @@ SUPPORTED_FILE_EXTENSIONS: dict[str, str] = {
     ".jsonl": "json",
     ".json": "json",
     ".parquet": "parquet",
+    # Compressed JSON (HumanEval ships as HumanEval.jsonl.gz); datasets decompresses it.
+    **{
+        f"{ext}{zipped}": "json" for ext in (".jsonl", ".json") for zipped in (".gz", ".bz2", ".xz")
+    },
 }
 """File extension -> the packaged ``datasets`` builder that reads it."""
 

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import gymnasium as gym
 
+from tool_envs.core.helper_models import api_error_message
 from tool_envs.errors import ToolEnvsError
 
 __all__ = [
@@ -66,12 +67,21 @@ class EpisodeResult:
 
 
 class Agent(Protocol):
-    """Plays an env (already reset with ``task``) until the episode ends."""
+    """Plays an env (already reset with ``task``) until the episode ends.
+
+    ``play`` records each step into ``result`` (a fresh one when None) as it goes and returns
+    it, so a caller that passed one still has the turns and API usage of an episode that raised
+    half-way.
+    """
 
     name: str
 
     def play(
-        self, env: gym.Env, task: dict[str, Any], stop: threading.Event | None = None
+        self,
+        env: gym.Env,
+        task: dict[str, Any],
+        stop: threading.Event | None = None,
+        result: EpisodeResult | None = None,
     ) -> EpisodeResult: ...
 
 
@@ -94,9 +104,13 @@ class NoopAgent:
     name = "noop"
 
     def play(
-        self, env: gym.Env, task: dict[str, Any], stop: threading.Event | None = None
+        self,
+        env: gym.Env,
+        task: dict[str, Any],
+        stop: threading.Event | None = None,
+        result: EpisodeResult | None = None,
     ) -> EpisodeResult:
-        result = EpisodeResult()
+        result = result if result is not None else EpisodeResult()
         while not _step(env, "", result):
             pass
         return result
@@ -108,12 +122,16 @@ class GoldAgent:
     name = "gold"
 
     def play(
-        self, env: gym.Env, task: dict[str, Any], stop: threading.Event | None = None
+        self,
+        env: gym.Env,
+        task: dict[str, Any],
+        stop: threading.Event | None = None,
+        result: EpisodeResult | None = None,
     ) -> EpisodeResult:
         turns = env.unwrapped.gold_turns(task)
         if turns is None:
             raise EvalError(f"{task['env_id']} has no gold turns, so the gold agent cannot play it")
-        result = EpisodeResult()
+        result = result if result is not None else EpisodeResult()
         pending = list(turns)
         while not _step(env, pending.pop(0) if pending else "", result):
             pass
@@ -188,7 +206,8 @@ class OpenAIAgent:
 
     API errors: a rejected conversation (HTTP 400/422, e.g. too long for the context) ends the
     trial as a failure; anything else (unreachable server, auth, rate limit after the client's
-    retries, 5xx) raises :class:`EvalError` so the run stops and can be resumed.
+    retries, 5xx, a body that is not a chat completion) raises :class:`EvalError` so the run
+    stops and can be resumed.
     """
 
     name = "openai"
@@ -197,11 +216,15 @@ class OpenAIAgent:
         self.backend = backend
 
     def play(
-        self, env: gym.Env, task: dict[str, Any], stop: threading.Event | None = None
+        self,
+        env: gym.Env,
+        task: dict[str, Any],
+        stop: threading.Event | None = None,
+        result: EpisodeResult | None = None,
     ) -> EpisodeResult:
         import openai
 
-        result = EpisodeResult()
+        result = result if result is not None else EpisodeResult()
         base = env.unwrapped
         native = self.backend.native_tools
         while True:
@@ -215,11 +238,17 @@ class OpenAIAgent:
             try:
                 turn = self.backend.complete_one(conversation, base.tools)
             except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
-                result.error = f"the API rejected the conversation: {_describe(exc)}"
+                result.error = f"the API rejected the conversation: {api_error_message(exc)}"
                 result.reward, result.terminated = 0.0, False
                 return result
             except openai.APIError as exc:
                 raise EvalError(self._fatal_message(exc)) from exc
+            except (ValueError, AttributeError) as exc:  # a body that is not a chat completion
+                url = self.backend.client.base_url
+                raise EvalError(
+                    f"the chat API at {url} answered something that is not a chat completion "
+                    f"({type(exc).__name__}: {exc}); is --base-url an OpenAI-compatible endpoint?"
+                ) from exc
             result.usage["requests"] = (result.usage["requests"] or 0) + 1
             for key in ("prompt_tokens", "completion_tokens"):
                 value = getattr(turn, key)
@@ -245,18 +274,11 @@ class OpenAIAgent:
             )
         if isinstance(exc, openai.NotFoundError):
             return (
-                f"the chat API at {url} answered 404 ({_describe(exc)}); check --model and that "
-                "--base-url ends where the API lives (often '/v1')"
+                f"the chat API at {url} answered 404 ({api_error_message(exc)}); check --model "
+                "and that --base-url ends where the API lives (often '/v1')"
             )
         if isinstance(exc, openai.APIStatusError):
-            return f"the chat API at {url} answered HTTP {exc.status_code}: {_describe(exc)}"
+            return (
+                f"the chat API at {url} answered HTTP {exc.status_code}: {api_error_message(exc)}"
+            )
         return f"the chat API at {url} failed: {exc}"
-
-
-def _describe(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        message = body.get("message") or (body.get("error") or {}).get("message")
-        if message:
-            return str(message)
-    return str(exc)

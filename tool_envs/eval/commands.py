@@ -26,7 +26,11 @@ def _error(command: str, exc: BaseException) -> int:
 
 
 def eval_command(config: EvalConfig) -> int:
-    """Run the evaluation, print the table and where the files are; 0 when every trial ran."""
+    """Run the evaluation, print the table and where the files are; 0 when every trial ran.
+
+    1 when the run stopped on an error (the agent's API, void trials that persisted) or left
+    void trials to replay; 130 on Ctrl-C.
+    """
     try:
         result = run_eval(config)
     except ToolEnvsError as exc:
@@ -36,9 +40,11 @@ def eval_command(config: EvalConfig) -> int:
     for name, path in result.files.items():
         print(f"{name:13} {path}")
     run = result.summary["run"]
+    void = run.get("void_trials", 0)
     print(
         f"{result.new_trials} trials run now, {result.skipped_trials} found from earlier runs; "
         f"{run['finished_trials']}/{run['expected_trials']} finished"
+        + (f"; {void} void (not saved, replayed by a rerun)" if void else "")
     )
     if result.interrupted:
         print(
@@ -49,6 +55,16 @@ def eval_command(config: EvalConfig) -> int:
     if result.error is not None:
         print(f"tool-envs eval: stopped: {result.error}", file=sys.stderr)
         print("finished trials are saved; run the same command again to resume", file=sys.stderr)
+        return 1
+    if void:
+        causes = result.summary["overall"].get("void_causes", {})
+        named = ", ".join(f"{cause}: {n}" for cause, n in causes.items())
+        print(
+            f"tool-envs eval: {void} void trials ({named}): infrastructure failed, not the "
+            "agent; they are not saved as finished trials. "
+            "Run the same command again to replay them",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

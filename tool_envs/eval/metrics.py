@@ -64,10 +64,36 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _helper_usage(records: Sequence[Mapping[str, Any]], helper: str) -> dict[str, Any]:
+    """Calls and tokens of a helper model (``user`` simulator, ``judge``) over the records.
+
+    None where no record made a call (a scripted user costs nothing and shows nothing).
+    """
+    used = [
+        (r.get("helper_usage") or {}).get(helper) or {}
+        for r in records
+        if ((r.get("helper_usage") or {}).get(helper) or {}).get("calls")
+    ]
+    keys = ("calls", "prompt_tokens", "completion_tokens")
+    totals = {f"{helper}_{k}": (sum(u.get(k) or 0 for u in used) if used else None) for k in keys}
+    if helper == "user":
+        totals["user_cost_usd"] = sum(u.get("cost_usd") or 0.0 for u in used) if used else None
+    return totals
+
+
+def _void_counts(void: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    causes: dict[str, int] = {}
+    for record in void:
+        cause = (record.get("reward_info") or {}).get("void_cause", "unknown")
+        causes[cause] = causes.get(cause, 0) + 1
+    return {"void_trials": len(void), "void_causes": causes}
+
+
 def _group(
     records: Sequence[Mapping[str, Any]],
     threshold: float,
     prices: tuple[float, float] | None,
+    void: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     counts = list(task_counts(records, threshold).values())
     k_max = min((n for n, _ in counts), default=0)
@@ -103,6 +129,9 @@ def _group(
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "cost": cost,
+        **_helper_usage(records, "user"),
+        **_helper_usage(records, "judge"),
+        **_void_counts(void),
     }
 
 
@@ -111,17 +140,28 @@ def summarize(
     *,
     threshold: float = 1.0,
     prices: tuple[float, float] | None = None,
+    void: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """Metrics per env and overall (overall averages over all tasks of all envs).
 
     ``pass_at_k`` / ``pass_hat_k`` are given for k = 1 .. the smallest trial count of any task,
     so a partly finished run still reports what its trials support. ``prices`` is
-    (input, output) price per million tokens; without it ``cost`` is None.
+    (input, output) price per million tokens; without it ``cost`` is None. The simulated
+    user's and the judge's calls and tokens (``user_*``, ``judge_*``) are counted beside the
+    agent's. ``void`` are the trials voided by infrastructure: only counted (``void_trials``,
+    ``void_causes``), never scored.
     """
     by_env: dict[str, list[Mapping[str, Any]]] = {}
+    void_by_env: dict[str, list[Mapping[str, Any]]] = {}
     for record in records:
         by_env.setdefault(record["env_id"], []).append(record)
+    for record in void:
+        by_env.setdefault(record["env_id"], [])
+        void_by_env.setdefault(record["env_id"], []).append(record)
     return {
-        "overall": _group(records, threshold, prices),
-        "envs": {env_id: _group(rows, threshold, prices) for env_id, rows in by_env.items()},
+        "overall": _group(records, threshold, prices, void),
+        "envs": {
+            env_id: _group(rows, threshold, prices, void_by_env.get(env_id, ()))
+            for env_id, rows in by_env.items()
+        },
     }

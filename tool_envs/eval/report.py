@@ -42,15 +42,29 @@ def _k_columns(summary: Mapping[str, Any]) -> list[str]:
     return [str(k) for k in ks]
 
 
+def _tokens(group: Mapping[str, Any], prefix: str) -> str:
+    prompt = group.get(f"{prefix}prompt_tokens")
+    return "-" if prompt is None else f"{prompt}/{group.get(f'{prefix}completion_tokens')}"
+
+
 def format_table(summary: Mapping[str, Any]) -> str:
-    """A plain-text table: one row per env, then the overall row."""
+    """A plain-text table: one row per env, then the overall row.
+
+    Columns that would be empty everywhere are left out: cost without prices, the simulated
+    user's and the judge's tokens where no LLM helper was called, void trials where none was.
+    """
     ks = _k_columns(summary)
     k_max = ks[-1] if ks else None
-    priced = summary["overall"].get("cost") is not None
+    overall = summary["overall"]
+    priced = overall.get("cost") is not None
+    helpers = [h for h in ("user", "judge") if overall.get(f"{h}_calls") is not None]
+    voided = bool(overall.get("void_trials"))
     header = ["env", "tasks", "trials", "success", "reward"]
     header += [f"pass^{k}" for k in ks]
     header += [f"pass@{k_max}"] if k_max else []
-    header += ["turns", "tools", "parse_err", "env_err", "failed", "tokens in/out"]
+    header += ["turns", "tools", "parse_err", "env_err", "failed"]
+    header += ["void"] if voided else []
+    header += ["tokens in/out"] + [f"{h} in/out" for h in helpers]
     header += ["cost"] if priced else []
     rows = []
     groups = list(summary["envs"].items())
@@ -72,10 +86,9 @@ def format_table(summary: Mapping[str, Any]) -> str:
             _fmt(group["parse_errors"]),
             _fmt(group["env_errors"]),
             _fmt(group["failed_trials"]),
-            "-"
-            if group["prompt_tokens"] is None
-            else f"{group['prompt_tokens']}/{group['completion_tokens']}",
         ]
+        row += [_fmt(group.get("void_trials", 0))] if voided else []
+        row += [_tokens(group, "")] + [_tokens(group, f"{h}_") for h in helpers]
         row += [f"{group['cost']:.4f}"] if priced else []
         rows.append(row)
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
@@ -183,7 +196,9 @@ def _trial_html(record: Mapping[str, Any], threshold: float) -> str:
     )
     body = [_message_html(m) for m in record.get("messages") or []]
     details = {
-        k: record.get(k) for k in ("reward_info", "stats", "usage", "seed", "error") if k in record
+        k: record.get(k)
+        for k in ("reward_info", "stats", "usage", "helper_usage", "seed", "error")
+        if k in record
     }
     body.append(f'<div class="meta">{_pre(json.dumps(details, indent=1, default=str))}</div>')
     return f"<details><summary>{head}</summary>{''.join(body)}</details>"

@@ -5,12 +5,19 @@ whole episodes, so the API always has ``concurrency`` requests in flight instead
 turn's slowest conversation. On Ctrl-C or a fatal API error the run stops scheduling, workers
 drop their unfinished episodes at the next turn, and every trial already written stays written;
 rerunning the same command plays only what is missing.
+
+A *void* trial (its episode ended because infrastructure failed: the simulated user's or the
+judge's API, an env that raised; see :mod:`tool_envs.core.outcome`) says nothing about the agent.
+It is not written as a finished trial, so a rerun replays it; it is logged to ``void.jsonl``,
+counted in the summary, and ``void_limit`` void trials in a row stop the run with the reason, as
+a failing agent API does.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import inspect
 import json
 import os
 import signal
@@ -23,6 +30,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from tool_envs.core.outcome import VOID, outcome_of, void_info
 from tool_envs.eval.agents import (
     Agent,
     EpisodeInterrupted,
@@ -41,6 +49,7 @@ __all__ = ["AGENTS", "EvalConfig", "EvalResult", "run_eval"]
 AGENTS = ("openai", "gold", "noop")
 MODES = ("native", "text")
 TRAJECTORIES = "trajectories.jsonl"
+VOID_LOG = "void.jsonl"
 RUN_FILE = "run.json"
 _GRACE_SECONDS = 10.0  # how long Ctrl-C waits for requests already in flight
 
@@ -81,7 +90,8 @@ class EvalConfig:
         limit: First tasks of each source; None for all.
         where: Keep tasks whose ``extra_info`` has these values.
         env_kwargs: Per env id, extra ``gymnasium.make`` arguments.
-        user: Passed as ``user=`` to every env (envs with a simulated user take it).
+        user: Passed as ``user=`` to the envs that have a simulated user (the others are made
+            without it).
         parser: Passed as ``parser=`` to every env (the tool-call parser in text mode).
         max_turns: Overrides each env's ``max_episode_steps``.
         temperature, max_tokens: Sampling settings sent to the API (None: server default).
@@ -89,6 +99,9 @@ class EvalConfig:
         timeout, max_retries: The ``openai`` client's own request timeout and retries.
         price_per_million: (input, output) price per million tokens, for the cost column.
         success_threshold: Reward at which a trial counts as a success.
+        void_limit: Void trials in a row (infrastructure failures: a simulated user's or judge's
+            API, an env that raised) that stop the run; 0 never stops. Void trials are never
+            saved as finished, so a rerun replays them.
         progress: Show a progress bar.
     """
 
@@ -115,6 +128,7 @@ class EvalConfig:
     max_retries: int = 2
     price_per_million: tuple[float, float] | None = None
     success_threshold: float = 1.0
+    void_limit: int = 3
     progress: bool = True
 
     def validate(self) -> None:
@@ -135,6 +149,8 @@ class EvalConfig:
             raise EvalError(f"--max-turns must be at least 1, got {self.max_turns}")
         if self.seed < 0:
             raise EvalError(f"--seed must be >= 0, got {self.seed}")
+        if self.void_limit < 0:
+            raise EvalError(f"--void-limit must be >= 0 (0: never stop), got {self.void_limit}")
         if self.price_per_million is not None and min(self.price_per_million) < 0:
             raise EvalError("--price-per-million takes two non-negative numbers: IN OUT")
         for env_id, kwargs in self.env_kwargs.items():
@@ -168,11 +184,16 @@ class EvalResult:
     files: dict[str, Path] = field(default_factory=dict)
 
 
-def _check_run_file(out: Path, config: EvalConfig) -> None:
-    """Refuse to mix trials of different settings in one folder."""
+def _check_run_file(out: Path, config: EvalConfig, has_trials: bool) -> None:
+    """Refuse to mix trials of different settings in one folder.
+
+    Only finished trials bind a folder to its settings: a run that stopped before finishing
+    any (a typo in ``--model`` answered by a 404) leaves nothing to mix with, so the corrected
+    command may use the folder.
+    """
     path = out / RUN_FILE
     identity = json.loads(json.dumps(config.identity(), default=str))
-    if path.exists():
+    if path.exists() and has_trials:
         previous = json.loads(path.read_text(encoding="utf-8")).get("identity", {})
         changed = {k: (previous.get(k), v) for k, v in identity.items() if previous.get(k) != v}
         if changed:
@@ -233,9 +254,9 @@ class _EnvPool:
 
     def kwargs(self, env_id: str) -> dict[str, Any]:
         kwargs = dict(self.config.env_kwargs.get(env_id, {}))
-        if self.config.user is not None:
+        if self.config.user is not None and env_takes(env_id, "user"):
             kwargs.setdefault("user", self.config.user)
-        if self.config.parser is not None:
+        if self.config.parser is not None and env_takes(env_id, "parser"):
             kwargs.setdefault("parser", self.config.parser)
         if self.config.max_turns is not None:
             kwargs.setdefault("max_episode_steps", self.config.max_turns)
@@ -259,6 +280,29 @@ class _EnvPool:
             for env in self.made:
                 env.close()
             self.made.clear()
+
+
+def env_takes(env_id: str, argument: str) -> bool:
+    """Whether ``gymnasium.make(env_id, **{argument: ...})`` is accepted by the env's constructor
+    (e.g. ``user=`` only by envs with a simulated user)."""
+    from gymnasium.envs.registration import load_env_creator
+
+    entry_point = gym.spec(env_id).entry_point
+    creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+    try:
+        parameters = inspect.signature(creator).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: let make() decide
+        return True
+    return any(p.name == argument or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+def _check_user_applies(config: EvalConfig, env_ids: list[str]) -> None:
+    """``--user`` for a run where no env has a simulated user is a mistake worth naming."""
+    if config.user is not None and not any(env_takes(e, "user") for e in env_ids):
+        raise EvalError(
+            f"--user {config.user} applies to envs with a simulated user, and none of "
+            f"{env_ids} has one; leave --user out"
+        )
 
 
 def _preflight(config: EvalConfig, tasks: dict[str, list[EvalTask]]) -> None:
@@ -290,12 +334,28 @@ def _play_trial(
         raise EvalError(
             f"{task.env_id} cannot start task {task.task_id!r}: {type(exc).__name__}: {exc}"
         ) from exc
+    result = EpisodeResult()
     try:
-        result = agent.play(env, task.row, stop)
+        agent.play(env, task.row, stop, result)
     except (EvalError, EpisodeInterrupted, KeyboardInterrupt):
         raise
-    except Exception as exc:  # a crash in one trial must not take the others down
-        result = EpisodeResult(error=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # an env that raised: not the agent's doing, and not the others'
+        result.error = f"{type(exc).__name__}: {exc}"
+        result.reward, result.terminated, result.truncated = 0.0, False, True
+        result.info = {**result.info, "reward_info": void_info("env_error", result.error)}
+    return _record(result, env, task, trial, seed, config, time.monotonic() - started)
+
+
+def _record(
+    result: EpisodeResult,
+    env: gym.Env,
+    task: EvalTask,
+    trial: int,
+    seed: int,
+    config: EvalConfig,
+    seconds: float,
+) -> dict[str, Any]:
+    """The trial's line in ``trajectories.jsonl`` (or ``void.jsonl``)."""
     messages = env.unwrapped.messages
     texts = iter(result.raw_texts)
     for message in messages:
@@ -304,6 +364,8 @@ def _play_trial(
             if raw is not None and raw != message.get("content"):
                 message["raw"] = raw  # text mode: what the model wrote, markup included
     info = result.info
+    reward_info = info.get("reward_info")
+    helpers = {name: info.get(f"{name}_usage") for name in ("user", "judge")}
     return {
         "env_id": task.env_id,
         "task_id": task.task_id,
@@ -314,15 +376,17 @@ def _play_trial(
         "model": config.model if config.agent == "openai" else None,
         "reward": result.reward,
         "success": is_success({"reward": result.reward}, config.success_threshold),
+        "outcome": outcome_of(result.reward, reward_info),
         "terminated": result.terminated,
         "truncated": result.truncated,
-        "turns": info.get("turn", 0),
+        "turns": len(result.raw_texts),  # steps the agent took, a voided last one included
         "stats": info.get("stats", {}),
-        "reward_info": info.get("reward_info"),
+        "reward_info": reward_info,
         "usage": result.usage if config.agent == "openai" else None,
+        "helper_usage": {k: v for k, v in helpers.items() if v is not None} or None,
         "finish_reasons": result.finish_reasons or None,
         "error": result.error,
-        "seconds": round(time.monotonic() - started, 3),
+        "seconds": round(seconds, 3),
         "messages": messages,
     }
 
@@ -373,11 +437,12 @@ def run_eval(config: EvalConfig) -> EvalResult:
     unknown = set(config.env_kwargs) - set(tasks)
     if unknown:
         raise EvalError(f"--env-kwargs names {sorted(unknown)}, which this run does not evaluate")
+    _check_user_applies(config, list(tasks))
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    _check_run_file(out, config)
     store = TrajectoryStore(out / TRAJECTORIES)
     done = {trial_key(record) for record in store.load()}
+    _check_run_file(out, config, has_trials=bool(done))
     jobs = [  # trial-major, so an interrupted run has whole rounds over the task set
         (task, trial)
         for trial in range(config.trials)
@@ -393,7 +458,9 @@ def run_eval(config: EvalConfig) -> EvalResult:
     stop = threading.Event()
     pool = _EnvPool(config)
     bar = _progress(config, total, total - len(jobs))
-    state: dict[str, Any] = {"written": 0, "successes": 0, "error": None}
+    state: dict[str, Any] = {"written": 0, "successes": 0, "error": None, "void_streak": 0}
+    void_records: list[dict[str, Any]] = []
+    void_log = TrajectoryStore(out / VOID_LOG)
 
     def collect(finished: set[cf.Future]) -> None:
         for future in finished:
@@ -409,6 +476,15 @@ def run_eval(config: EvalConfig) -> EvalResult:
                     state["error"] = detail
                     stop.set()
                 continue
+            if record["outcome"] == VOID:  # not the agent's: never a finished trial
+                void_log.append(record)
+                void_records.append(record)
+                state["void_streak"] += 1
+                if state["void_streak"] == config.void_limit and state["error"] is None:
+                    state["error"] = _void_stop_message(record, config.void_limit, out)
+                    stop.set()
+                continue
+            state["void_streak"] = 0
             store.append(record)
             state["written"] += 1
             state["successes"] += record["success"]
@@ -461,7 +537,10 @@ def run_eval(config: EvalConfig) -> EvalResult:
     ]
     records.sort(key=lambda r: (order[(r["env_id"], r["task_id"])], int(r["trial"])))
     summary = summarize(
-        records, threshold=config.success_threshold, prices=config.price_per_million
+        records,
+        threshold=config.success_threshold,
+        prices=config.price_per_million,
+        void=void_records,
     )
     summary["run"] = {
         **config.identity(),
@@ -472,6 +551,7 @@ def run_eval(config: EvalConfig) -> EvalResult:
         "expected_trials": total,
         "finished_trials": len(records),
         "complete": len(records) == total,
+        "void_trials": len(void_records),  # this run's, replayed by the next one
         "price_per_million": config.price_per_million,
     }
     result = EvalResult(
@@ -485,6 +565,18 @@ def run_eval(config: EvalConfig) -> EvalResult:
     )
     result.files = write_reports(result, [t.task_id for t in _flat(tasks)])
     return result
+
+
+def _void_stop_message(record: dict[str, Any], streak: int, out: Path) -> str:
+    """Why the run stopped on void trials: the cause, the last reason, and what to do."""
+    info = record.get("reward_info") or {}
+    cause = info.get("void_cause", "infrastructure")
+    reason = info.get("reason") or record.get("error") or "no reason given"
+    return (
+        f"{streak} trials in a row were void; the last one: {reason}. Void trials are not saved "
+        f"as finished (they are logged in {out / VOID_LOG}): fix the {cause.replace('_', ' ')} "
+        "and run the same command again to replay them"
+    )
 
 
 def _flat(tasks: dict[str, list[EvalTask]]) -> list[EvalTask]:

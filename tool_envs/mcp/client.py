@@ -10,7 +10,13 @@ The official SDK is async. Gymnasium envs are sync, and several may run at once 
 - sync callers submit coroutines with ``asyncio.run_coroutine_threadsafe(...).result(timeout)``;
   one session serves concurrent calls from many threads;
 - :func:`get_connection` keeps one connection per server spec for the life of the process, so
-  servers (about 1 s to start) stay up across episodes and envs. :func:`close_all` runs at exit.
+  servers (about 1 s to start) stay up across episodes and envs. :func:`close_all` runs at exit
+  and stops every connection's server, shared or not, waiting for each to be gone.
+
+Nothing outlives its owner: a server that does not finish starting (or never answers
+``initialize``) is stopped, and its process reaped, before the connect error is raised; a server
+that lets a call time out and then does not answer a ping either is taken as wedged, stopped,
+and started afresh by the next call.
 
 Failures (all :class:`MCPCallError`, a ValueError, so the env's toolset shows the message to the
 model as ``Error: ...``):
@@ -31,9 +37,11 @@ import concurrent.futures
 import contextlib
 import json
 import os
+import shutil
 import tempfile
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -103,14 +111,22 @@ def _submit(coro: Any) -> concurrent.futures.Future[Any]:
 # --------------------------------------------------------------------------- one server
 
 
+# How long a server gets to stop (stdin closed, 2 s grace, then a kill: the SDK's own sequence).
+_STOP_TIMEOUT_S = 10.0
+# How long a server that let a call time out gets to answer a ping before it counts as wedged
+# (at most; a shorter call timeout makes it shorter, at least 1 s).
+_PING_TIMEOUT_S = 5.0
+
+
 @dataclass
 class _Live:
-    """One running session: the task that owns it and how to stop it."""
+    """One running session: the task that owns it, how to stop it and when it is gone."""
 
     generation: int
     session: ClientSession
     stop: asyncio.Event
     task: concurrent.futures.Future[Any]
+    finished: threading.Event
     errlog: IO[str] | None = None
     dead: bool = False
     started_at: float = field(default_factory=time.monotonic)
@@ -133,6 +149,7 @@ class MCPServerConnection:
         self._lock = threading.Lock()
         self._live: _Live | None = None
         self._tools: list[mcp_types.Tool] | None = None
+        _every_connection.add(self)
 
     def __repr__(self) -> str:
         state = "up" if self._live is not None and not self._live.dead else "down"
@@ -140,17 +157,22 @@ class MCPServerConnection:
 
     # ----------------------------------------------------------------------- public API
 
-    def list_tools(self, *, refresh: bool = False) -> list[mcp_types.Tool]:
-        """The server's tools (all pages), listed once and cached for later calls."""
+    def list_tools(
+        self, *, refresh: bool = False, connect_timeout_s: float | None = None
+    ) -> list[mcp_types.Tool]:
+        """The server's tools (all pages), listed once and cached for later calls.
+
+        ``connect_timeout_s`` bounds starting the server and each listing request (default: the
+        connection's own ``connect_timeout_s``).
+        """
         if self._tools is None or refresh:
-            live = self._ensure()
+            timeout = connect_timeout_s or self.connect_timeout_s
+            live = self._ensure(timeout)
             tools: list[mcp_types.Tool] = []
             cursor: str | None = None
             while True:
                 params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
-                result = self._run(
-                    live, live.session.list_tools(params=params), self.connect_timeout_s, "list"
-                )
+                result = self._run(live, live.session.list_tools(params=params), timeout, "list")
                 tools.extend(result.tools)
                 cursor = result.next_cursor
                 if not cursor:
@@ -159,14 +181,20 @@ class MCPServerConnection:
         return list(self._tools)
 
     def call_tool(
-        self, tool: str, arguments: dict[str, Any] | None = None, timeout: float | None = 30.0
+        self,
+        tool: str,
+        arguments: dict[str, Any] | None = None,
+        timeout: float | None = 30.0,
+        *,
+        connect_timeout_s: float | None = None,
     ) -> mcp_types.CallToolResult:
         """Call ``tool`` and return its result; raises :class:`MCPCallError` on failure.
 
         ``is_error`` results are returned, not raised (see :func:`result_text`); ``timeout`` is
-        in seconds (None: wait as long as it takes).
+        in seconds (None: wait as long as it takes); ``connect_timeout_s`` bounds starting the
+        server first if it is down (default: the connection's own).
         """
-        live = self._ensure()
+        live = self._ensure(connect_timeout_s or self.connect_timeout_s)
         # The deadline is kept here (the future's wait, then a cancel, which leaves the session
         # usable) rather than passed to the SDK, whose per-request timeout costs ~0.2 ms a call.
         coro = live.session.call_tool(tool, arguments or {})
@@ -197,7 +225,11 @@ class MCPServerConnection:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            raise MCPTimeoutError(self._timeout_message(what, timeout)) from None
+            message = self._timeout_message(what, timeout)
+            if not self._answers_ping(live, min(_PING_TIMEOUT_S, max(1.0, timeout or 0.0))):
+                self._mark_dead(live)
+                message += "; it did not answer a ping either, so it is restarted on the next call"
+            raise MCPTimeoutError(message) from None
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
                 raise MCPTimeoutError(self._timeout_message(what, timeout)) from None
@@ -208,6 +240,21 @@ class MCPServerConnection:
         except _CONNECTION_LOST:
             self._mark_dead(live)
             raise MCPConnectionError(self._died_message(live, what)) from None
+
+    def _answers_ping(self, live: _Live, timeout: float) -> bool:
+        """Whether a server that let a request time out still answers (a busy tool) or not (a
+        wedged server, which would make every later call time out too)."""
+        if live.dead:
+            return False
+        future = _submit(live.session.send_ping())
+        try:
+            future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            return False
+        except BaseException:
+            return False
+        return True
 
     def _timeout_message(self, what: str, timeout: float | None) -> str:
         return f"server '{self.name}' did not answer {what!r} within {timeout:g} s (timed out)"
@@ -225,49 +272,69 @@ class MCPServerConnection:
                 self._live = None
         self._stop(live, wait=False)
 
-    def _ensure(self) -> _Live:
+    def _ensure(self, connect_timeout_s: float) -> _Live:
         live = self._live
         if live is not None and not live.dead:
             return live
         with self._lock:
             if self._live is None or self._live.dead:
-                self._live = self._start()
+                self._live = self._start(connect_timeout_s)
             return self._live
 
-    def _start(self) -> _Live:
-        """Start a session (caller holds the lock); raises MCPConnectionError on failure."""
+    def _start(self, connect_timeout_s: float) -> _Live:
+        """Start a session (caller holds the lock); raises MCPConnectionError on failure.
+
+        A server that does not finish starting in time is stopped before the error is raised,
+        and waited for: cancelling its task only asks for the stop, and a process that exits
+        right after the error would otherwise leave the server running, orphaned.
+        """
         self.starts += 1
         ready: concurrent.futures.Future[tuple[ClientSession, asyncio.Event]] = (
             concurrent.futures.Future()
         )
+        finished = threading.Event()
         errlog = None
         if not isinstance(self.spec, HttpServerSpec):
             errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-        task = _submit(self._serve(ready, errlog))
+        task = _submit(self._serve(ready, errlog, finished))
         try:
-            session, stop = ready.result(self.connect_timeout_s)
+            session, stop = ready.result(connect_timeout_s)
         except concurrent.futures.TimeoutError:
             task.cancel()
+            finished.wait(_STOP_TIMEOUT_S)
+            message = (
+                f"server '{self.name}' did not finish starting within {connect_timeout_s:g} s "
+                f"(it was stopped){_with_output(errlog)}"
+            )
             _close_quietly(errlog)
-            raise MCPConnectionError(
-                f"server '{self.name}' did not finish starting within {self.connect_timeout_s:g} s"
-                f"{_with_output(errlog)}"
-            ) from None
+            raise MCPConnectionError(message) from None
         except BaseException as exc:
+            finished.wait(_STOP_TIMEOUT_S)
             message = (
                 f"cannot start MCP server '{self.name}' ({_describe_spec(self.spec)}): "
                 f"{_leaf_message(exc)}{_with_output(errlog)}"
             )
             _close_quietly(errlog)
             raise MCPConnectionError(message) from None
-        return _Live(self.starts, session, stop, task, errlog)
+        return _Live(self.starts, session, stop, task, finished, errlog)
 
     async def _serve(
         self,
         ready: concurrent.futures.Future[tuple[ClientSession, asyncio.Event]],
         errlog: IO[str] | None,
+        finished: threading.Event,
     ) -> None:
         """The session's own task: enter the transport and session, wait, exit them."""
+        try:
+            await self._session_until_stopped(ready, errlog)
+        finally:
+            finished.set()
+
+    async def _session_until_stopped(
+        self,
+        ready: concurrent.futures.Future[tuple[ClientSession, asyncio.Event]],
+        errlog: IO[str] | None,
+    ) -> None:
         stop = asyncio.Event()
         try:
             async with contextlib.AsyncExitStack() as stack:
@@ -310,9 +377,10 @@ class MCPServerConnection:
             loop.call_soon_threadsafe(live.stop.set)
         if wait and threading.current_thread() is not _loop_state["thread"]:
             try:
-                live.task.result(timeout=10.0)
+                live.task.result(timeout=_STOP_TIMEOUT_S)
             except concurrent.futures.TimeoutError:
                 live.task.cancel()
+                live.finished.wait(_STOP_TIMEOUT_S)
             except BaseException:
                 pass
         if wait:
@@ -350,6 +418,9 @@ def result_text(result: mcp_types.CallToolResult) -> str:
 
 _registry_lock = threading.Lock()
 _registry: dict[str, MCPServerConnection] = {}
+# Every connection, shared or private (an env's fresh_state servers), so exit stops them all. A
+# running session's task refers to its connection, so a live server keeps its entry here.
+_every_connection: weakref.WeakSet[MCPServerConnection] = weakref.WeakSet()
 
 
 def get_connection(name: str, spec: ServerSpec) -> MCPServerConnection:
@@ -366,19 +437,36 @@ def get_connection(name: str, spec: ServerSpec) -> MCPServerConnection:
         return connection
 
 
-def close_all() -> None:
-    """Stop every server this process started (runs at interpreter exit)."""
+_shared_dir: dict[str, str] = {}
+
+
+def shared_state_dir() -> str:
+    """The process's folder for ``{episode_dir}`` in shared servers' configs (made on first use,
+    deleted at exit after the servers are stopped)."""
     with _registry_lock:
-        connections = list(_registry.values())
+        if "path" not in _shared_dir:
+            _shared_dir["path"] = tempfile.mkdtemp(prefix="tool-envs-mcp-shared-")
+        return _shared_dir["path"]
+
+
+def close_all() -> None:
+    """Stop every server this process started, shared or not (runs at interpreter exit)."""
+    with _registry_lock:
+        connections = {id(c): c for c in [*_registry.values(), *list(_every_connection)]}
         _registry.clear()
-    for connection in connections:
+    for connection in connections.values():
         with contextlib.suppress(Exception):
             connection.close()
+    folder = _shared_dir.pop("path", None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _forget_after_fork() -> None:
     """A forked child has neither the loop thread nor the sessions: start from scratch."""
     _registry.clear()
+    _every_connection.clear()
+    _shared_dir.clear()  # the parent's folder: the parent deletes it
     _loop_state.update(loop=None, thread=None)
     global _loop_lock, _registry_lock
     _loop_lock = threading.Lock()

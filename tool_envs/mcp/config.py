@@ -76,6 +76,38 @@ def spec_key(spec: ServerSpec) -> str:
     return spec.model_dump_json(exclude={"disabled", "description", "type"})
 
 
+EPISODE_DIR = "{episode_dir}"
+"""Placeholder in a stdio server's ``args``, ``env`` values and ``cwd``: the folder of the
+episode (with ``fresh_state``) or of the process (without), where a server can keep its files."""
+
+
+def uses_episode_dir(spec: ServerSpec) -> bool:
+    """Whether a stdio spec mentions :data:`EPISODE_DIR` anywhere."""
+    if not isinstance(spec, StdioServerSpec):
+        return False
+    texts = [*spec.args, *(spec.env or {}).values(), spec.cwd or ""]
+    return any(EPISODE_DIR in text for text in texts)
+
+
+def with_episode_dir(spec: ServerSpec, folder: str, *, working_dir: bool = False) -> ServerSpec:
+    """``spec`` with :data:`EPISODE_DIR` replaced by ``folder``; with ``working_dir``, the
+    server also runs in ``folder`` unless its config sets ``cwd``. HTTP specs are unchanged."""
+    if not isinstance(spec, StdioServerSpec):
+        return spec
+
+    def fill(text: str) -> str:
+        return text.replace(EPISODE_DIR, folder)
+
+    cwd = fill(spec.cwd) if spec.cwd is not None else (folder if working_dir else None)
+    return spec.model_copy(
+        update={
+            "args": tuple(fill(arg) for arg in spec.args),
+            "env": {k: fill(v) for k, v in spec.env.items()} if spec.env is not None else None,
+            "cwd": cwd,
+        }
+    )
+
+
 def load_servers(source: Mapping[str, Any] | str | Path) -> dict[str, ServerSpec]:
     """Validate an ``mcpServers`` config (a dict, or the path of a JSON file) into server specs.
 

@@ -9,19 +9,23 @@ episode. The reward comes from the task's ``reward_spec["ground_truth"]`` (see
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
-import re
+import tempfile
 import time
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tool_envs.core import options
 from tool_envs.core.env import TaskSource, ToolEnv
 from tool_envs.core.messages import Message
 from tool_envs.core.messages import user as user_message
 from tool_envs.core.parsers import ToolCallParser
+from tool_envs.core.tagged import last_tagged
 from tool_envs.core.tools import Tool, Toolset
 from tool_envs.errors import EnvConfigError, TaskRowError
 from tool_envs.mcp.client import (
@@ -30,8 +34,9 @@ from tool_envs.mcp.client import (
     MCPToolError,
     get_connection,
     result_text,
+    shared_state_dir,
 )
-from tool_envs.mcp.config import ServerSpec, load_servers
+from tool_envs.mcp.config import ServerSpec, load_servers, uses_episode_dir, with_episode_dir
 from tool_envs.mcp.reward import (
     GroundTruth,
     RewardConfig,
@@ -44,7 +49,6 @@ NAMESPACES = ("auto", "always", "never")
 ANSWER_FORMATS = ("reply", "tag")
 SEPARATOR = "__"
 NUDGE = "Use the tools, or give your final answer as <answer>...</answer>."
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -79,9 +83,20 @@ class MCPEnv(ToolEnv):
     **Servers** start on first use and are shared by every env and episode in the process (see
     :func:`tool_envs.mcp.client.get_connection`); ``close()`` leaves them running for other envs,
     :meth:`stop_servers` stops this env's, and all are stopped at interpreter exit. Servers that
-    keep state (files, databases, git repositories) carry it across episodes; with
-    ``fresh_state=True`` the servers an episode uses are restarted at its reset (about a second
-    each) so that every episode starts from the server's initial state.
+    keep state (files, databases, git repositories) carry it across episodes and envs.
+
+    **fresh_state=True** gives every episode servers of its own: at each reset the env makes a
+    new, empty folder for the episode, and the stdio servers the episode uses are started anew
+    for it alone (about a second each, not shared with other envs), with that folder as their
+    working directory (unless the config sets ``cwd``) and ``{episode_dir}`` in their ``args``,
+    ``env`` and ``cwd`` replaced by its path. They are stopped and the folder is deleted when the
+    episode ends (next reset, ``close()``, garbage collection or exit). So every episode starts
+    from the server's initial state, provided the server keeps its state in memory, in files
+    under its working directory (a relative ``--db-path``), or in files the config places under
+    ``{episode_dir}`` (e.g. ``"env": {"MEMORY_FILE_PATH": "{episode_dir}/memory.json"}``). Not
+    covered: files the config names elsewhere (an absolute database path, a repository
+    outside the folder) and servers reached over HTTP, which are only reconnected. Without
+    ``fresh_state``, ``{episode_dir}`` is one folder per process.
 
     **End and reward.** The episode ends with the final answer: any turn without tool calls
     (``answer_format="reply"``), or the first such turn holding ``<answer>...</answer>``
@@ -97,11 +112,13 @@ class MCPEnv(ToolEnv):
         allow_tools: Shell-style patterns (``"get_*"``, ``"git__*"``, ``"time/convert_time"``)
             matched against ``tool``, ``server__tool`` and ``server/tool``; None allows all.
         call_timeout_s: Per-call timeout in seconds.
+        connect_timeout_s: Seconds a server gets to start and answer ``initialize`` (and to list
+            its tools); one that does not is stopped and the call fails with an error.
         retries: Retries of a call whose server died or could not be reached.
         namespace: ``"auto"``, ``"always"`` or ``"never"`` (see above).
         answer_format: ``"reply"`` or ``"tag"`` (see above).
         reward: A :class:`RewardConfig` or a dict of its fields (``weights`` may be a dict).
-        fresh_state: Restart the episode's servers at every reset.
+        fresh_state: Servers and a working folder of its own for every episode (see above).
         parser, render_mode: As for every ToolEnv.
     """
 
@@ -112,6 +129,7 @@ class MCPEnv(ToolEnv):
         servers: Mapping[str, Any] | str | Path | None = None,
         allow_tools: Sequence[str] | None = None,
         call_timeout_s: float = 30.0,
+        connect_timeout_s: float = 60.0,
         retries: int = 1,
         namespace: str = "auto",
         answer_format: str = "reply",
@@ -127,24 +145,30 @@ class MCPEnv(ToolEnv):
         ):
             if value not in allowed:
                 raise EnvConfigError(f"{name}={value!r} is not one of {allowed}")
-        if not call_timeout_s > 0:
-            raise EnvConfigError(f"call_timeout_s={call_timeout_s} must be > 0 seconds")
-        if retries < 0:
-            raise EnvConfigError(f"retries={retries} must be >= 0")
+        call_timeout_s = options.number("call_timeout_s", call_timeout_s, above=0)
+        connect_timeout_s = options.number("connect_timeout_s", connect_timeout_s, above=0)
+        retries = options.integer("retries", retries, minimum=0)
         if isinstance(allow_tools, str):
             raise EnvConfigError("allow_tools must be a list of patterns, not one string")
+        if allow_tools is not None and not (
+            isinstance(allow_tools, (list, tuple)) and all(isinstance(p, str) for p in allow_tools)
+        ):
+            raise EnvConfigError(f"allow_tools={allow_tools!r} must be a list of patterns or None")
         self._server_source = servers
         self._servers: dict[str, ServerSpec] | None = (
             load_servers(servers) if servers is not None else None
         )
         self.allow_tools = list(allow_tools) if allow_tools is not None else None
-        self.call_timeout_s = float(call_timeout_s)
-        self.retries = int(retries)
+        self.call_timeout_s = call_timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self.retries = retries
         self.namespace = namespace
         self.answer_format = answer_format
         self.reward_config = _reward_config(reward)
-        self.fresh_state = fresh_state
+        self.fresh_state = options.flag("fresh_state", fresh_state)
         self._connections: dict[str, MCPServerConnection] = {}
+        self._episode = _EpisodeServers()
+        self._finalizer = weakref.finalize(self, _EpisodeServers.stop, self._episode)
         self._toolsets: dict[tuple[str, ...], tuple[Toolset, dict[str, tuple[str, str]]]] = {}
         self._truth: GroundTruth | None = None
         self._episode_servers: tuple[str, ...] = ()
@@ -168,19 +192,26 @@ class MCPEnv(ToolEnv):
         return dict(self._servers)
 
     def connection(self, server: str) -> MCPServerConnection:
-        """The (process-wide) connection to the configured server ``server``."""
+        """The connection to the configured server ``server``: the process-wide one, or with
+        ``fresh_state`` this episode's own."""
+        specs = self.servers
+        if server not in specs:
+            raise EnvConfigError(f"no MCP server '{server}'; configured: {sorted(specs)}")
+        if self.fresh_state:
+            return self._episode.connection(server, specs[server], self.connect_timeout_s)
         found = self._connections.get(server)
         if found is None:
-            specs = self.servers
-            if server not in specs:
-                raise EnvConfigError(f"no MCP server '{server}'; configured: {sorted(specs)}")
-            found = self._connections[server] = get_connection(server, specs[server])
+            spec = specs[server]
+            if uses_episode_dir(spec):
+                spec = with_episode_dir(spec, shared_state_dir())
+            found = self._connections[server] = get_connection(server, spec)
         return found
 
     def stop_servers(self) -> None:
         """Stop the servers this env used (shared: other envs' next calls restart them)."""
         for connection in self._connections.values():
             connection.close()
+        self._episode.stop()
 
     # ----------------------------------------------------------------------- tools
 
@@ -211,7 +242,9 @@ class MCPEnv(ToolEnv):
         listed = []
         patterns_used: set[str] = set()
         for server in servers:
-            for remote in self.connection(server).list_tools():
+            for remote in self.connection(server).list_tools(
+                connect_timeout_s=self.connect_timeout_s
+            ):
                 matched = self._allowed(server, remote.name)
                 if matched is None:
                     continue
@@ -275,7 +308,10 @@ class MCPEnv(ToolEnv):
                 record["attempts"] += 1
                 try:
                     result = self.connection(server).call_tool(
-                        tool, arguments, timeout=self.call_timeout_s
+                        tool,
+                        arguments,
+                        timeout=self.call_timeout_s,
+                        connect_timeout_s=self.connect_timeout_s,
                     )
                     text = result_text(result)
                     if result.is_error:
@@ -332,12 +368,20 @@ class MCPEnv(ToolEnv):
         turns.append(f"<answer>{answer}</answer>" if self.answer_format == "tag" else answer)
         return turns
 
+    def check_task(self, task: dict[str, Any]) -> None:
+        parse_ground_truth(task["reward_spec"])
+        servers = task["extra_info"].get("servers")
+        if servers is not None:
+            if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
+                raise TaskRowError(
+                    f"must be a list of server names, got {servers!r}"[:200],
+                    field="extra_info.servers",
+                )
+            self._visible(servers)
+
     def _start_episode(self, task: dict[str, Any]) -> Toolset:
         self._truth = parse_ground_truth(task["reward_spec"])
         servers = self._visible(task["extra_info"].get("servers"))
-        if self.fresh_state:
-            for server in servers:
-                self.connection(server).restart()
         self._episode_servers = servers
         self._mcp_calls = []
         self._answer = None
@@ -347,10 +391,10 @@ class MCPEnv(ToolEnv):
         if self.answer_format == "reply":
             self._answer = content.strip()
             return [], True
-        found = _ANSWER_TAG.findall(content)
-        if not found:
+        answer = last_tagged(content, "answer")
+        if answer is None:
             return [user_message(NUDGE)], False
-        self._answer = found[-1].strip()
+        self._answer = answer
         return [], True
 
     def _compute_reward(self) -> tuple[float, dict[str, Any]]:
@@ -365,6 +409,10 @@ class MCPEnv(ToolEnv):
     def _step_info(self) -> dict[str, Any]:
         return {"mcp_calls": [dict(call) for call in self._mcp_calls]}
 
+    def _end_episode(self) -> None:
+        """With fresh_state: stop the episode's own servers and delete its folder."""
+        self._episode.stop()
+
     # ----------------------------------------------------------------------- lifecycle
 
     def __getstate__(self) -> dict[str, Any]:
@@ -373,12 +421,53 @@ class MCPEnv(ToolEnv):
         state["_connections"] = {}
         state["_toolsets"] = {}
         state["_toolset"] = Toolset()
+        state.pop("_episode", None)
+        state.pop("_finalizer", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._episode = _EpisodeServers()
+        self._finalizer = weakref.finalize(self, _EpisodeServers.stop, self._episode)
         if self._task is not None and not self._needs_reset:
             self._toolset = self._toolset_and_routes(self._episode_servers)[0]
+
+
+class _EpisodeServers:
+    """With ``fresh_state``: the episode's folder and its private server connections.
+
+    Kept apart from the env so that a finalizer can stop the servers and delete the folder when
+    an env that was never closed is garbage collected (or at exit) without keeping it alive.
+    """
+
+    def __init__(self) -> None:
+        self._folder: tempfile.TemporaryDirectory[str] | None = None
+        self._connections: dict[str, MCPServerConnection] = {}
+
+    def connection(
+        self, server: str, spec: ServerSpec, connect_timeout_s: float
+    ) -> MCPServerConnection:
+        found = self._connections.get(server)
+        if found is None:
+            if self._folder is None:
+                self._folder = tempfile.TemporaryDirectory(prefix="tool-envs-mcp-episode-")
+            found = MCPServerConnection(
+                server,
+                with_episode_dir(spec, self._folder.name, working_dir=True),
+                connect_timeout_s=connect_timeout_s,
+            )
+            self._connections[server] = found
+        return found
+
+    def stop(self) -> None:
+        """Stop every server of the episode (waiting for each), then delete its folder."""
+        connections, self._connections = self._connections, {}
+        for connection in connections.values():
+            with contextlib.suppress(Exception):
+                connection.close()
+        folder, self._folder = self._folder, None
+        if folder is not None:
+            folder.cleanup()
 
 
 def _build_tool(name: str, remote: Any, function: _RemoteTool) -> Tool:

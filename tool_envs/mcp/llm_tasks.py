@@ -9,6 +9,14 @@ with their reasons. Knobs, as arguments or environment variables: ``N_SAMPLES`` 
 ``MAX_TURNS`` (a hint to the model, default 5), ``DOMAINS`` and ``COMPLEXITIES`` (comma-separated,
 cycled over the requests). The endpoint is ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` unless a
 client is passed in.
+
+A failing request costs only its own sample. Transient errors (unreachable, timed out, 429, 5xx,
+a garbled body) are retried with the ``openai`` client's exponential backoff (``max_retries``,
+``timeout``); a request that still fails is reported in :attr:`GeneratedTasks.failed` and the
+other samples go on. Generation stops early, keeping every task written so far and saying why in
+:attr:`GeneratedTasks.stopped`, on an error every request would meet (a wrong model name, a
+refused key) or after ``max_consecutive_failures`` failed requests in a row (a dead server).
+``max_tokens`` caps each reply.
 """
 
 from __future__ import annotations
@@ -19,6 +27,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tool_envs.core.helper_models import (
+    DEFAULT_MAX_TOKENS,
+    HelperFailure,
+    make_client,
+    request_chat,
+    require_api_key,
+)
 from tool_envs.mcp.convert import DEFAULT_SYSTEM, ENV_ID
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
@@ -32,12 +47,24 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+WHO = "LLM task writer"
+
+
 @dataclass
 class GeneratedTasks:
-    """Rows that passed validation, and ``(sample number, reason)`` for each task refused."""
+    """What one generation run produced.
+
+    Attributes:
+        rows: Tasks that passed validation, as task rows.
+        rejected: ``(sample number, reason)`` for each task written but refused by validation.
+        failed: ``(sample number, reason)`` for each request that failed after its retries.
+        stopped: Why generation stopped before ``n_samples`` requests, or None.
+    """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     rejected: list[tuple[int, str]] = field(default_factory=list)
+    failed: list[tuple[int, str]] = field(default_factory=list)
+    stopped: str | None = None
 
 
 def _schema(tool: Mapping[str, Any]) -> dict[str, Any]:
@@ -163,12 +190,18 @@ def generate_llm_tasks(
     complexities: Sequence[str] | None = None,
     temperature: float | None = None,
     split: str = "train",
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    timeout: float = 60.0,
+    max_retries: int = 3,
+    max_consecutive_failures: int = 3,
 ) -> GeneratedTasks:
     """Ask the model for ``n_samples`` tasks over ``tools`` (server -> tool schemas).
 
     Tool schemas are MCP ``Tool`` dicts (``name``, ``description``, ``input_schema``) or OpenAI
     function dicts (``parameters``). ``client`` is an ``openai.OpenAI`` (default: one built from
-    the ``OPENAI_*`` environment variables).
+    the ``OPENAI_*`` environment variables with ``timeout`` seconds per request and
+    ``max_retries`` retries; a client passed in keeps its own). Failed requests never lose the
+    tasks already written: see :class:`GeneratedTasks`.
     """
     if not tools or not all(isinstance(v, Sequence) for v in tools.values()):
         raise ValueError("tools must map each server name to a list of tool schemas")
@@ -180,40 +213,90 @@ def generate_llm_tasks(
     complexities = tuple(_setting(complexities, "COMPLEXITIES", ("simple", "multi-step")))
     if n_samples < 1 or max_tools < 1 or not domains or not complexities:
         raise ValueError("n_samples and max_tools must be >= 1; domains and complexities non-empty")
+    if max_tokens < 1 or max_consecutive_failures < 1:
+        raise ValueError("max_tokens and max_consecutive_failures must be >= 1")
     if client is None:
-        from openai import OpenAI
-
-        client = OpenAI()
+        client = make_client(
+            api_key=require_api_key(
+                os.environ.get("OPENAI_API_KEY"), WHO, "set OPENAI_API_KEY or pass client="
+            ),
+            base_url=os.environ.get("OPENAI_BASE_URL"),
+            timeout=timeout,
+            max_retries=max_retries,
+        )
     limits = {"max_tools": max_tools, "max_turns": max_turns}
     result = GeneratedTasks()
+    failures_in_a_row = 0
     for sample in range(n_samples):
         domain = domains[sample % len(domains)]
         complexity = complexities[sample % len(complexities)]
         kwargs = {} if temperature is None else {"temperature": temperature}
-        reply = client.chat.completions.create(
-            model=model, messages=_request(tools, domain, complexity, limits), **kwargs
+        reply = request_chat(
+            client,
+            who=WHO,
+            model=model,
+            messages=_request(tools, domain, complexity, limits),
+            max_completion_tokens=max_tokens,
+            **kwargs,
         )
-        try:
-            task = _parse(reply.choices[0].message.content or "")
-        except (ValueError, json.JSONDecodeError) as exc:
-            result.rejected.append((sample, f"reply is not a JSON task: {exc}"))
+        if isinstance(reply, HelperFailure):
+            result.failed.append((sample, reply.message))
+            failures_in_a_row += 1
+            if not reply.transient or failures_in_a_row >= max_consecutive_failures:
+                result.stopped = _stop_reason(reply, failures_in_a_row, sample, n_samples)
+                break
             continue
-        question, answer = task.get("question"), task.get("answer")
-        if not isinstance(question, str) or not question.strip():
-            result.rejected.append((sample, "question is missing or empty"))
-            continue
-        if not isinstance(answer, (str, int, float)) or str(answer).strip() == "":
-            result.rejected.append((sample, "answer is missing or empty"))
-            continue
-        steps = task.get("tool_sequence")
-        reason = validate_sequence(steps, tools, max_tools)
-        if reason is not None:
-            result.rejected.append((sample, reason))
-            continue
-        result.rows.append(
-            _row(question, str(answer).strip(), steps, domain, complexity, split, len(result.rows))
+        failures_in_a_row = 0
+        _accept(
+            reply.message.content or "", sample, tools, limits, domain, complexity, split, result
         )
     return result
+
+
+def _stop_reason(failure: HelperFailure, in_a_row: int, sample: int, n_samples: int) -> str:
+    why = f"{in_a_row} requests failed in a row"
+    if not failure.transient:
+        why = "an error every request would meet"
+    return (
+        f"stopped after request {sample + 1} of {n_samples}: {why} ({failure.message}); "
+        "the tasks written so far are kept"
+    )
+
+
+def _accept(
+    text: str,
+    sample: int,
+    tools: Mapping[str, Sequence[Mapping[str, Any]]],
+    limits: dict[str, Any],
+    domain: str,
+    complexity: str,
+    split: str,
+    result: GeneratedTasks,
+) -> None:
+    """Validate one reply into a row of ``result``, or a rejection with its reason."""
+    try:
+        task = _parse(text)
+    except (ValueError, json.JSONDecodeError) as exc:
+        result.rejected.append((sample, f"reply is not a JSON task: {exc}"))
+        return
+    if not isinstance(task, dict):
+        result.rejected.append((sample, "reply is not a JSON object"))
+        return
+    question, answer = task.get("question"), task.get("answer")
+    if not isinstance(question, str) or not question.strip():
+        result.rejected.append((sample, "question is missing or empty"))
+        return
+    if not isinstance(answer, (str, int, float)) or str(answer).strip() == "":
+        result.rejected.append((sample, "answer is missing or empty"))
+        return
+    steps = task.get("tool_sequence")
+    reason = validate_sequence(steps, tools, limits["max_tools"])
+    if reason is not None:
+        result.rejected.append((sample, reason))
+        return
+    result.rows.append(
+        _row(question, str(answer).strip(), steps, domain, complexity, split, len(result.rows))
+    )
 
 
 def _row(

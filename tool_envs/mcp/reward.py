@@ -200,37 +200,47 @@ def parse_ground_truth(reward_spec: Mapping[str, Any]) -> GroundTruth:
     ``answer``/``answers`` directly in ``reward_spec`` are accepted too (the suite's other envs
     keep answers there).
     """
+    field = "reward_spec.ground_truth"
     raw: Any = reward_spec.get("ground_truth")
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise TaskRowError(
-                f"is not valid JSON: {exc}", field="reward_spec.ground_truth"
-            ) from exc
-    raw = dict(raw or {})
+        except (ValueError, RecursionError) as exc:
+            raise TaskRowError(f"is not valid JSON: {exc}", field=field) from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise TaskRowError(
+            f"must be an object (or a JSON string of one), got {type(raw).__name__}", field=field
+        )
+    raw = dict(raw)
+    # Where each key came from, so an error names the field the row author wrote.
+    origin = {key: f"{field}.{key}" for key in raw}
     for key in ("answer", "answers"):
         if key in reward_spec and key not in raw:
             raw[key] = reward_spec[key]
+            origin[key] = f"reward_spec.{key}"
     sequence = raw.get("tool_sequence")
     if isinstance(sequence, Mapping):  # {"steps": [...], "order": ..., "param_match": ...}
         sequence = dict(sequence)
         raw["tool_sequence"] = sequence.pop("steps", None)
+        origin["tool_sequence"] = f"{field}.tool_sequence.steps"
         for key in ("order", "param_match"):
             if key in sequence:
                 raw.setdefault(key, sequence.pop(key))
+                origin.setdefault(key, f"{field}.tool_sequence.{key}")
         if sequence:
-            raise TaskRowError(
-                f"unknown keys {sorted(sequence)}", field="reward_spec.ground_truth.tool_sequence"
-            )
+            raise TaskRowError(f"unknown keys {sorted(sequence)}", field=f"{field}.tool_sequence")
     try:
         truth = GroundTruth.model_validate(raw)
     except ValidationError as exc:
         error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"])
+        loc = [str(part) for part in error["loc"]]
+        where = origin.get(loc[0], f"{field}.{loc[0]}") if loc else field
+        where = ".".join([where, *loc[1:]])
         raise TaskRowError(
-            error["msg"], field=f"reward_spec.ground_truth.{where}" if where else "ground_truth"
-        ) from exc
+            f"{error['msg']} (got {_short(error.get('input'))})", field=where
+        ) from None
     if not (truth.must_call or truth.tool_sequence or truth.gold_answers):
         raise TaskRowError(
             "an MCP task needs something to check: success.must_call_tool, tool_sequence, "
@@ -466,3 +476,8 @@ def _explain(name: str, part: dict[str, Any]) -> str:
     if name == "answer":
         return f"answer ({part['answer']!r} does not match {part['gold_answers']})"
     return f"limits exceeded: {', '.join(part['exceeded'])}"
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

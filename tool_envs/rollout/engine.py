@@ -4,14 +4,28 @@ Each turn makes ONE generation call for every live episode, then steps their env
 (a step may wait on a search API, an MCP server or a simulated user). Policy tokens are kept as
 generated; the tokens between policy turns are the env's, computed from the model's own chat
 template (see :mod:`tool_envs.rollout.template`) and masked out of the loss.
+
+The per-episode bookkeeping (:class:`EpisodeRunner`) is shared with the asynchronous engine
+(:mod:`tool_envs.rollout.async_engine`), so both produce the same :class:`Rollout` for the same
+turns; they differ only in how they schedule generation and env steps.
+
+**Faults.** An env step that raises, or runs past ``RolloutConfig.step_timeout``, ends only its
+own episode, as *void* (``Rollout.outcome == "void"``, the cause in ``reward_info``): an
+infrastructure failure is not the policy's. The trainer never learns from a void episode (see
+:func:`tool_envs.integrations.trl.rollout_func.rollouts_to_batch`). A batch in which more than
+``max_void_fraction`` of the episodes are void raises :class:`RolloutVoidError`: something is
+broken, and training on what is left would hide it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +33,8 @@ import gymnasium as gym
 
 import tool_envs
 from tool_envs.core.messages import Message
+from tool_envs.core.outcome import VOID, is_void, outcome_of, void_info
+from tool_envs.errors import ToolEnvsError
 from tool_envs.rollout.backends.base import Generation, GenerationBackend, SamplingSettings
 from tool_envs.rollout.template import ChatTemplateRenderer
 
@@ -35,9 +51,17 @@ class RolloutConfig:
         max_tokens_per_turn: Cap on one policy turn; a turn that hits it ends the episode
             truncated (the completion then does not end on a stop token).
         max_turns: Assistant turns per episode; None keeps each env's registered limit.
-        env_workers: Threads that step envs concurrently.
+        env_workers: Most env steps running at once; None: one per live episode (env steps
+            mostly wait on I/O, so a thread each costs little and no step waits for a free one).
         env_kwargs: Constructor arguments per env id, e.g. ``{"tool_envs/Calculator-v0":
             {"parser": "hermes"}}``.
+        env_wrappers: Applied in order to every env the engine makes (``gym.make`` result), e.g.
+            a logging or latency wrapper: ``env_wrappers=(MyWrapper,)``.
+        step_timeout: Seconds an env step may take before its episode ends void (the hung env
+            is abandoned and closed when its step returns); None waits forever.
+        max_concurrent_requests: Asynchronous engine only: most generation requests in flight.
+        max_void_fraction: Raise :class:`RolloutVoidError` when more than this fraction of a
+            batch's episodes are void (1.0: never).
         chat_template: Template to use instead of the tokenizer's own.
         template_kwargs: Extra template variables (e.g. ``{"enable_thinking": False}``).
     """
@@ -45,17 +69,55 @@ class RolloutConfig:
     max_completion_length: int = 1024
     max_tokens_per_turn: int = 256
     max_turns: int | None = None
-    env_workers: int = 8
+    env_workers: int | None = None
     env_kwargs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    env_wrappers: Sequence[Callable[[gym.Env], gym.Env]] = ()
+    step_timeout: float | None = 600.0
+    max_concurrent_requests: int = 256
+    max_void_fraction: float = 0.5
     chat_template: str | None = None
     template_kwargs: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("max_completion_length", "max_tokens_per_turn", "env_workers"):
+        for name in ("max_completion_length", "max_tokens_per_turn", "max_concurrent_requests"):
             if getattr(self, name) < 1:
                 raise ValueError(f"RolloutConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if self.max_turns is not None and self.max_turns < 1:
-            raise ValueError(f"RolloutConfig.max_turns must be >= 1 or None, got {self.max_turns}")
+        for name in ("max_turns", "env_workers"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"RolloutConfig.{name} must be >= 1 or None, got {value}")
+        if self.step_timeout is not None and self.step_timeout <= 0:
+            raise ValueError(
+                f"RolloutConfig.step_timeout must be > 0 seconds or None, got {self.step_timeout}"
+            )
+        if not 0 <= self.max_void_fraction <= 1:
+            raise ValueError(
+                f"RolloutConfig.max_void_fraction must be in [0, 1], got {self.max_void_fraction}"
+            )
+        if not all(callable(w) for w in self.env_wrappers):
+            raise TypeError("RolloutConfig.env_wrappers must be callables env -> wrapped env")
+
+
+class RolloutVoidError(ToolEnvsError, RuntimeError):
+    """Raised when too many episodes of a batch are void (infrastructure, not the policy).
+
+    Attributes:
+        rollouts: Every rollout of the batch, void ones included, so nothing is lost.
+        causes: How many episodes each void cause ended.
+    """
+
+    def __init__(self, rollouts: list[Rollout], limit: float):
+        self.rollouts = rollouts
+        self.causes = Counter(
+            str((r.reward_info or {}).get("void_cause")) for r in rollouts if r.void
+        )
+        void = sum(self.causes.values())
+        example = next(r for r in rollouts if r.void).reward_info["reason"]  # type: ignore[index]
+        super().__init__(
+            f"{void} of {len(rollouts)} episodes are void (more than max_void_fraction={limit}): "
+            f"{dict(self.causes)}. First reason: {example}. Fix the failing service, or raise "
+            "RolloutConfig.max_void_fraction to train on what is left."
+        )
 
 
 @dataclass
@@ -68,8 +130,10 @@ class Rollout:
         logprobs: Per completion token: the sampler's log-prob on policy tokens, 0.0 on env
             tokens; None if the backend gave none.
         env_mask: Per completion token: 1 = policy (trained on), 0 = env (masked out).
-        reward: The env's reward (0.0 when the episode was cut short).
-        reward_info: Why, from the env; or a reason the engine ended the episode.
+        reward: The env's reward (0.0 when the episode was cut short or void).
+        reward_info: Why, from the env; or a reason the engine ended the episode. A void
+            episode's carries ``outcome="void"``, ``void_cause`` and ``reason``.
+        outcome: ``"success"``, ``"failure"`` or ``"void"`` (see :mod:`tool_envs.core.outcome`).
         finish: How the episode ended:
 
             * ``"terminated"``: the task ended;
@@ -78,7 +142,9 @@ class Rollout:
             * ``"completion_budget"``: ``max_completion_length`` left no room for more;
             * ``"context_length"``: the context reached the backend's ``max_model_len`` (a
               turn was cut at it, or no room was left for a policy token); reward 0, and
-              ``reward_info["reason"]`` says so. Only that episode ends; the batch goes on.
+              ``reward_info["reason"]`` says so. Only that episode ends; the batch goes on;
+            * ``"void"``: infrastructure failed (env step raised or timed out, a simulated
+              user's or judge's API failed, the generation request failed): see ``outcome``.
         policy_texts: Decoded text of each policy turn (what the env received).
         messages: The final conversation.
     """
@@ -92,6 +158,7 @@ class Rollout:
     reward: float = 0.0
     reward_info: dict[str, Any] | None = None
     finish: str = ""
+    outcome: str = ""
     turns: int = 0
     stats: dict[str, int] = field(default_factory=dict)
     policy_texts: list[str] = field(default_factory=list)
@@ -103,7 +170,12 @@ class Rollout:
 
     @property
     def success(self) -> bool:
-        return self.reward >= 1.0
+        return self.reward >= 1.0 and not self.void
+
+    @property
+    def void(self) -> bool:
+        """Infrastructure failed: the episode says nothing about the policy."""
+        return self.outcome == VOID
 
 
 @dataclass
@@ -113,6 +185,7 @@ class _Episode:
     seed: int | None
     script: list[str] | None = None
     done: bool = False
+    abandoned: bool = False  # its env step hung; the env is not reused
 
     def add(self, ids: list[int], logprobs: list[float] | None, mask: int) -> None:
         rollout = self.rollout
@@ -125,11 +198,18 @@ class _Episode:
                 rollout.logprobs.extend(logprobs)
 
     def end(self, finish: str, reward: float = 0.0, reward_info: dict | None = None) -> None:
+        if self.done:  # the first ending stands (a hung step may return after its timeout)
+            return
         self.rollout.finish = finish
         self.rollout.reward = float(reward)
         self.rollout.reward_info = reward_info
-        self.rollout.messages = self.env.unwrapped.messages
+        self.rollout.outcome = outcome_of(reward, reward_info)
+        if not self.abandoned:  # a hung env's thread may still be changing its messages
+            self.rollout.messages = self.env.unwrapped.messages
         self.done = True
+
+    def void(self, cause: str, detail: str) -> None:
+        self.end(VOID, 0.0, void_info(cause, detail))
 
 
 class EnvPool:
@@ -139,42 +219,61 @@ class EnvPool:
         self.config = config
         self._free: dict[str, list[gym.Env]] = defaultdict(list)
         self._all: list[gym.Env] = []
+        self._lock = threading.Lock()
 
     def acquire(self, env_id: str) -> gym.Env:
-        if self._free[env_id]:
-            return self._free[env_id].pop()
+        with self._lock:  # episodes start from worker threads
+            if self._free[env_id]:
+                return self._free[env_id].pop()
         kwargs = dict(self.config.env_kwargs.get(env_id, {}))
         if self.config.max_turns is not None:
             kwargs["max_episode_steps"] = self.config.max_turns
         env = gym.make(env_id, **kwargs)
-        self._all.append(env)
+        for wrapper in self.config.env_wrappers:
+            env = wrapper(env)
+        with self._lock:
+            self._all.append(env)
         return env
 
     def release(self, env_id: str, env: gym.Env) -> None:
-        self._free[env_id].append(env)
+        with self._lock:
+            self._free[env_id].append(env)
+
+    def abandon(self, env: gym.Env, running: Future | None = None) -> None:
+        """Never reuse ``env`` (its step hung); close it once ``running`` (that step) returns."""
+        with self._lock:
+            if env in self._all:
+                self._all.remove(env)
+
+        def close(_: object = None) -> None:
+            with contextlib.suppress(Exception):  # a hung env may be broken; it is discarded
+                env.close()
+
+        if running is None:
+            close()
+        else:
+            running.add_done_callback(close)
 
     def close(self) -> None:
-        for env in self._all:
+        with self._lock:
+            envs, self._all = self._all, []
+        for env in envs:
             env.close()
-        self._all.clear()
         self._free.clear()
 
 
-class RolloutEngine:
-    """Plays task rows to the end with a generation backend and returns :class:`Rollout` s.
+class EpisodeRunner:
+    """Per-episode bookkeeping shared by the lockstep and asynchronous engines.
 
-    Args:
-        tokenizer: The policy's tokenizer (its chat template renders prompts and env turns).
-        backend: A :class:`~tool_envs.rollout.backends.base.GenerationBackend`; None when every
-            episode is scripted (exporting gold trajectories).
-        settings: Sampling settings; stop tokens default to the tokenizer's EOS.
-        config: Budgets and env settings.
+    Starting an episode, the token budgets of a turn, taking a generation, stepping the env and
+    appending the env's tokens: one implementation, so both engines produce the same rollout
+    for the same turns. Subclasses decide only when generation and env steps happen.
     """
 
     def __init__(
         self,
         tokenizer: Any,
-        backend: GenerationBackend | None,
+        backend: Any,
         settings: SamplingSettings | None = None,
         config: RolloutConfig | None = None,
     ):
@@ -195,48 +294,41 @@ class RolloutEngine:
             template_kwargs=dict(self.config.template_kwargs),
         )
         self.pool = EnvPool(self.config)
-        self._executor = ThreadPoolExecutor(max_workers=self.config.env_workers)
-        self.generation_calls = 0
-
-    def run(
-        self,
-        tasks: Sequence[Mapping[str, Any]],
-        seeds: Sequence[int | None] | None = None,
-        scripts: Sequence[Sequence[str] | None] | None = None,
-    ) -> list[Rollout]:
-        """Play each task row once (repeat rows, with equal seeds, for a GRPO group).
-
-        ``scripts[i]``, when given, replaces generation for episode ``i``: its assistant turns are
-        tokenized (plus the stop token) and played through the env in order. This exports gold
-        trajectories for SFT in exactly the token layout RL uses.
-        """
-        count = len(tasks)
-        for name, values in (("seeds", seeds), ("scripts", scripts)):
-            if values is not None and len(values) != count:
-                raise ValueError(f"got {len(values)} {name} for {count} tasks")
-        seeds = list(seeds) if seeds is not None else [None] * count
-        scripts = list(scripts) if scripts is not None else [None] * count
-        episodes = [
-            self._start(task, seed, script)
-            for task, seed, script in zip(tasks, seeds, scripts, strict=True)
-        ]
-        try:
-            while live := [e for e in episodes if not e.done]:
-                self._turn(live)
-        finally:
-            for episode in episodes:
-                self.pool.release(episode.rollout.env_id, episode.env)
-        return [e.rollout for e in episodes]
 
     def close(self) -> None:
-        self._executor.shutdown(wait=True)
         self.pool.close()
 
-    def __enter__(self) -> RolloutEngine:
+    def __enter__(self) -> EpisodeRunner:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    @staticmethod
+    def _check_inputs(
+        tasks: Sequence[Mapping[str, Any]],
+        seeds: Sequence[int | None] | None,
+        scripts: Sequence[Sequence[str] | None] | None,
+    ) -> tuple[list[int | None], list[Sequence[str] | None]]:
+        count = len(tasks)
+        for name, values in (("seeds", seeds), ("scripts", scripts)):
+            if values is not None and len(values) != count:
+                raise ValueError(f"got {len(values)} {name} for {count} tasks")
+        return (
+            list(seeds) if seeds is not None else [None] * count,
+            list(scripts) if scripts is not None else [None] * count,
+        )
+
+    def _finish(self, episodes: list[_Episode]) -> list[Rollout]:
+        """Return envs to the pool; refuse a batch that is mostly void."""
+        for episode in episodes:
+            if not episode.abandoned:
+                self.pool.release(episode.rollout.env_id, episode.env)
+        rollouts = [e.rollout for e in episodes]
+        void = sum(r.void for r in rollouts)
+        if rollouts and void / len(rollouts) > self.config.max_void_fraction:
+            raise RolloutVoidError(rollouts, self.config.max_void_fraction)
+        return rollouts
 
     # ------------------------------------------------------------------ one episode starts
 
@@ -254,7 +346,7 @@ class RolloutEngine:
         script_turns = list(script) if script is not None else None
         return _Episode(env=env, rollout=rollout, seed=seed, script=script_turns)
 
-    # ------------------------------------------------------------------ one turn, all live episodes
+    # ------------------------------------------------------------------ budgets of a turn
 
     @property
     def max_model_len(self) -> int | None:
@@ -278,44 +370,218 @@ class RolloutEngine:
             },
         )
 
+    def _plan_turn(self, episode: _Episode) -> tuple[int, int, int | None] | None:
+        """The turn's caps (per turn, completion budget left, context room), or None if the
+        episode ended because not even one policy token fits."""
+        room = self._room(episode)
+        if room is not None and room < 1:
+            self._end_at_context(episode, 1)
+            return None
+        left = self.config.max_completion_length - len(episode.rollout.completion_ids)
+        return self.config.max_tokens_per_turn, left, room
+
+    @staticmethod
+    def _max_tokens(cap: tuple[int, int, int | None]) -> int:
+        return min(c for c in cap if c is not None)
+
+    # ------------------------------------------------------------------ a turn's results
+
+    def _take_generation(
+        self, episode: _Episode, generation: Generation, cap: tuple[int, int, int | None]
+    ) -> bool:
+        """Append the policy turn; True when the env should be stepped with it."""
+        episode.add(generation.token_ids, generation.logprobs, mask=1)
+        episode.rollout.policy_texts.append(self._decode_policy(generation))
+        if generation.finish_reason == "stop":
+            return True
+        turn, left, room = cap
+        if room is not None and room < min(turn, left):
+            self._end_at_context(episode, 1)
+        else:
+            episode.end("completion_budget" if left < turn else "turn_tokens")
+        return False
+
+    def _take_env_ids(self, episode: _Episode, env_ids: list[int] | None) -> None:
+        """Append the env's tokens after a step, or end the episode if they do not fit."""
+        if env_ids is None:
+            return
+        room = self._room(episode)
+        if len(episode.rollout.completion_ids) + len(env_ids) >= self.config.max_completion_length:
+            episode.end("completion_budget")  # no room left for a policy turn
+        elif room is not None and len(env_ids) >= room:
+            self._end_at_context(episode, len(env_ids) + 1)  # env turn + one policy token
+        else:
+            episode.add(env_ids, [0.0] * len(env_ids), mask=0)
+
+    def _step_failed(self, episode: _Episode, exc: BaseException, running: Future | None) -> None:
+        """An env step raised or hung: void the episode, never reuse its env."""
+        episode.abandoned = True
+        self.pool.abandon(episode.env, running)
+        if isinstance(exc, TimeoutError):
+            episode.void(
+                "env_timeout", f"env step ran past step_timeout={self.config.step_timeout} s"
+            )
+        else:
+            episode.void("env_error", f"env step raised {type(exc).__name__}: {exc}")
+
+    def _scripted_turn(self, episode: _Episode, limit: int) -> Generation:
+        turn = len(episode.rollout.policy_texts)
+        if turn >= len(episode.script or []):
+            raise ValueError(
+                f"the script for task {episode.rollout.task_id!r} has {turn} turns but the "
+                "episode is not over; add the turns that end it"
+            )
+        ids = [*self.renderer.encode(episode.script[turn]), self.settings.stop_token_ids[0]]
+        if len(ids) > limit:
+            return Generation(ids[:limit], [0.0] * limit, "length")
+        return Generation(ids, [0.0] * len(ids), "stop")
+
+    def _decode_policy(self, generation: Generation) -> str:
+        ids = generation.token_ids
+        if generation.finish_reason == "stop" and ids and ids[-1] in self.settings.stop_token_ids:
+            ids = ids[:-1]
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
+
+    def _step(self, episode: _Episode, generation: Generation) -> list[int] | None:
+        """Step the env with the turn's text (runs in a worker thread); return the env tokens
+        to append, or None when the episode ended."""
+        env = episode.env
+        observation, reward, terminated, truncated, info = env.step(
+            episode.rollout.policy_texts[-1]
+        )
+        if episode.abandoned:  # returned after its timeout: the episode is already void
+            return None
+        episode.rollout.turns = info["turn"]
+        episode.rollout.stats = info["stats"]
+        if is_void(info.get("reward_info")):
+            episode.end(VOID, 0.0, info["reward_info"])
+            return None
+        if terminated:
+            episode.end("terminated", reward, info["reward_info"])
+            return None
+        if truncated:
+            episode.end("turn_limit", reward, {"reward": reward, "reason": "turn limit reached"})
+            return None
+        messages = env.unwrapped.messages
+        split = len(messages) - len(observation)
+        stop_text = self.tokenizer.decode(generation.token_ids[-1:], skip_special_tokens=False)
+        return self.renderer.env_ids(
+            messages[:split], messages[split:], env.unwrapped.tools, stop_text
+        )
+
+
+class RolloutEngine(EpisodeRunner):
+    """Plays task rows to the end in lockstep with a generation backend; returns Rollouts.
+
+    Each turn makes one ``backend.generate`` call for every live episode (a colocated
+    ``vllm.LLM`` or transformers batch), then steps all their envs concurrently. For a
+    continuous-batching server, :class:`~tool_envs.rollout.async_engine.AsyncRolloutEngine`
+    lets each episode move on its own instead.
+
+    Args:
+        tokenizer: The policy's tokenizer (its chat template renders prompts and env turns).
+        backend: A :class:`~tool_envs.rollout.backends.base.GenerationBackend`; None when every
+            episode is scripted (exporting gold trajectories).
+        settings: Sampling settings; stop tokens default to the tokenizer's EOS.
+        config: Budgets, env settings, timeouts.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        backend: GenerationBackend | None,
+        settings: SamplingSettings | None = None,
+        config: RolloutConfig | None = None,
+    ):
+        super().__init__(tokenizer, backend, settings, config)
+        self.generation_calls = 0
+        # Sized per turn to the live episodes unless env_workers caps it; threads are created
+        # only as steps need them.
+        self._executor = ThreadPoolExecutor(
+            max_workers=self.config.env_workers or 512, thread_name_prefix="tool-envs-step"
+        )
+
+    def run(
+        self,
+        tasks: Sequence[Mapping[str, Any]],
+        seeds: Sequence[int | None] | None = None,
+        scripts: Sequence[Sequence[str] | None] | None = None,
+    ) -> list[Rollout]:
+        """Play each task row once (repeat rows, with equal seeds, for a GRPO group).
+
+        ``scripts[i]``, when given, replaces generation for episode ``i``: its assistant turns are
+        tokenized (plus the stop token) and played through the env in order. This exports gold
+        trajectories for SFT in exactly the token layout RL uses.
+        """
+        seeds, scripts = self._check_inputs(tasks, seeds, scripts)
+        episodes: list[_Episode] = []
+        try:
+            for task, seed, script in zip(tasks, seeds, scripts, strict=True):
+                episodes.append(self._start(task, seed, script))
+            while live := [e for e in episodes if not e.done]:
+                self._turn(live)
+        except BaseException:
+            for episode in episodes:
+                if not episode.abandoned:
+                    self.pool.release(episode.rollout.env_id, episode.env)
+            raise
+        return self._finish(episodes)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        super().close()
+
+    def __enter__(self) -> RolloutEngine:
+        return self
+
+    # ------------------------------------------------------------------ one turn, all live episodes
+
     def _turn(self, live: list[_Episode]) -> None:
-        for episode in live:
-            room = self._room(episode)
-            if room is not None and room < 1:
-                self._end_at_context(episode, 1)  # not even one policy token fits
+        caps = {id(e): cap for e in live if (cap := self._plan_turn(e)) is not None}
         live = [e for e in live if not e.done]
         if not live:
             return
-        budget = self.config.max_completion_length
-        caps = [
-            (self.config.max_tokens_per_turn, budget - len(e.rollout.completion_ids), self._room(e))
-            for e in live
+        generations = self._generate(live, [self._max_tokens(caps[id(e)]) for e in live])
+        stepping = [
+            (episode, generation)
+            for episode, generation in zip(live, generations, strict=True)
+            if self._take_generation(episode, generation, caps[id(episode)])
         ]
-        max_tokens = [min(c for c in cap if c is not None) for cap in caps]
-        generations = self._generate(live, max_tokens)
+        for episode, env_ids in self._step_all(stepping):
+            self._take_env_ids(episode, env_ids)
 
-        stepping = []
-        for episode, generation, cap in zip(live, generations, caps, strict=True):
-            episode.add(generation.token_ids, generation.logprobs, mask=1)
-            episode.rollout.policy_texts.append(self._decode_policy(generation))
-            if generation.finish_reason == "stop":
-                stepping.append((episode, generation))
-                continue
-            turn, left, room = cap
-            if room is not None and room < min(turn, left):
-                self._end_at_context(episode, 1)
-            else:
-                episode.end("completion_budget" if left < turn else "turn_tokens")
-        for episode, env_ids in self._executor.map(lambda pair: self._step(*pair), stepping):
-            if env_ids is None:
-                continue
-            room = self._room(episode)
-            if len(episode.rollout.completion_ids) + len(env_ids) >= budget:
-                episode.end("completion_budget")  # no room left for a policy turn
-            elif room is not None and len(env_ids) >= room:
-                self._end_at_context(episode, len(env_ids) + 1)  # env turn + one policy token
-            else:
-                episode.add(env_ids, [0.0] * len(env_ids), mask=0)
+    def _step_all(
+        self, stepping: list[tuple[_Episode, Generation]]
+    ) -> list[tuple[_Episode, list[int] | None]]:
+        """Step every env at once; a step that raises or outlives ``step_timeout`` voids its
+        own episode only. The timeout counts from when a step starts running."""
+        started: dict[int, float] = {}
+
+        def timed(episode: _Episode, generation: Generation) -> list[int] | None:
+            started[id(episode)] = time.monotonic()
+            return self._step(episode, generation)
+
+        futures = {self._executor.submit(timed, e, g): e for e, g in stepping}
+        pending = set(futures)
+        results: dict[int, list[int] | None] = {}
+        timeout = self.config.step_timeout
+        while pending:
+            done, pending = wait(
+                pending, timeout=0.05 if timeout else None, return_when=FIRST_COMPLETED
+            )
+            for future in done:
+                episode = futures[future]
+                try:
+                    results[id(episode)] = future.result()
+                except Exception as exc:  # any env failure voids only its own episode
+                    self._step_failed(episode, exc, None)
+            now = time.monotonic()
+            for future in [f for f in pending if timeout is not None]:
+                begun = started.get(id(futures[future]))
+                if begun is not None and now - begun > timeout:
+                    pending.discard(future)
+                    self._step_failed(futures[future], TimeoutError(), future)
+        return [(e, results.get(id(e))) for e, _ in stepping if not e.done]
 
     def _generate(self, live: list[_Episode], max_tokens: list[int]) -> list[Generation]:
         """One backend call for every unscripted episode; scripted turns are tokenized."""
@@ -341,43 +607,3 @@ class RolloutEngine:
             if episode.script is not None:
                 results[i] = self._scripted_turn(episode, max_tokens[i])
         return results  # type: ignore[return-value]
-
-    def _scripted_turn(self, episode: _Episode, limit: int) -> Generation:
-        turn = len(episode.rollout.policy_texts)
-        if turn >= len(episode.script or []):
-            raise ValueError(
-                f"the script for task {episode.rollout.task_id!r} has {turn} turns but the "
-                "episode is not over; add the turns that end it"
-            )
-        ids = [*self.renderer.encode(episode.script[turn]), self.settings.stop_token_ids[0]]
-        if len(ids) > limit:
-            return Generation(ids[:limit], [0.0] * limit, "length")
-        return Generation(ids, [0.0] * len(ids), "stop")
-
-    def _decode_policy(self, generation: Generation) -> str:
-        ids = generation.token_ids
-        if generation.finish_reason == "stop" and ids and ids[-1] in self.settings.stop_token_ids:
-            ids = ids[:-1]
-        return self.tokenizer.decode(ids, skip_special_tokens=False)
-
-    def _step(self, episode: _Episode, generation: Generation) -> tuple[_Episode, list[int] | None]:
-        """Step the env with the turn's text; return the env tokens to append, or None if done."""
-        env = episode.env
-        observation, reward, terminated, truncated, info = env.step(
-            episode.rollout.policy_texts[-1]
-        )
-        episode.rollout.turns = info["turn"]
-        episode.rollout.stats = info["stats"]
-        if terminated:
-            episode.end("terminated", reward, info["reward_info"])
-            return episode, None
-        if truncated:
-            episode.end("turn_limit", reward, {"reward": reward, "reason": "turn limit reached"})
-            return episode, None
-        messages = env.unwrapped.messages
-        split = len(messages) - len(observation)
-        stop_text = self.tokenizer.decode(generation.token_ids[-1:], skip_special_tokens=False)
-        env_ids = self.renderer.env_ids(
-            messages[:split], messages[split:], env.unwrapped.tools, stop_text
-        )
-        return episode, env_ids

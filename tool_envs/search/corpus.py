@@ -45,7 +45,14 @@ import numpy as np
 from tool_envs.errors import EnvConfigError
 from tool_envs.search.base import SearchError, SearchProvider, SearchResult
 
-__all__ = ["CorpusError", "CorpusProvider", "clear_index_cache", "read_corpus", "tokenize"]
+__all__ = [
+    "CorpusError",
+    "CorpusProvider",
+    "check_documents",
+    "clear_index_cache",
+    "read_corpus",
+    "tokenize",
+]
 
 INDEX_VERSION = 1
 """Bumped whenever tokenization or scoring changes, so saved indexes and caches are not reused."""
@@ -167,6 +174,19 @@ def _documents(items: Iterable[tuple[Any, str]], source: str) -> tuple[_Doc, ...
     if not docs:
         raise CorpusError(f"{source} holds no documents")
     return tuple(docs)
+
+
+def check_documents(documents: Any) -> tuple[_Doc, ...]:
+    """Validate a list of document dicts (CorpusError names the document and the key).
+
+    Cheap next to indexing, so envs run it on every row that brings its own documents when the
+    task set is loaded, before any episode.
+    """
+    if isinstance(documents, (str, bytes, Mapping)) or not isinstance(documents, Sequence):
+        raise CorpusError(
+            f"documents must be a list of document dicts, got {type(documents).__name__}"
+        )
+    return _documents(((raw, f"document {i}") for i, raw in enumerate(documents)), "documents")
 
 
 def _corpus_file(path: Path) -> Path:
@@ -493,11 +513,7 @@ class CorpusProvider(SearchProvider):
 
     @staticmethod
     def _from_documents(documents: Any, index_dir: Path | None) -> _Index:
-        if isinstance(documents, (str, bytes, Mapping)) or not isinstance(documents, Sequence):
-            raise CorpusError(
-                f"documents must be a list of document dicts, got {type(documents).__name__}"
-            )
-        docs = _documents(((raw, f"document {i}") for i, raw in enumerate(documents)), "documents")
+        docs = check_documents(documents)
         return _index_for(docs, _fingerprint(docs), index_dir)
 
     @staticmethod

@@ -8,9 +8,11 @@ providers, behind the persistent cache when ``cache=`` names a file.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tool_envs.core import options
 from tool_envs.core.env import TaskSource, ToolEnv
 from tool_envs.core.messages import Message
 from tool_envs.core.messages import user as user_message
@@ -86,13 +88,23 @@ class WebSearchEnv(ToolEnv):
 
             if provider not in PROVIDERS:
                 raise EnvConfigError(f"provider={provider!r} is not one of {sorted(PROVIDERS)}")
+        elif not isinstance(provider, SearchProvider):
+            raise EnvConfigError(
+                f"provider={provider!r} is not valid: expected a provider name or a SearchProvider"
+            )
+        if cache is not None and not isinstance(cache, (str, os.PathLike)):
+            raise EnvConfigError(f"cache={cache!r} is not valid: expected a file path or None")
         self.answer_format = answer_format
         self.metric = metric
-        self.must_search_first = must_search_first
-        self.max_results_limit = max_results_limit
-        self.snippet_chars = snippet_chars
-        self.page_chars = page_chars
-        self._provider_spec = (provider, dict(provider_kwargs or {}))
+        self.must_search_first = options.flag("must_search_first", must_search_first)
+        self.max_results_limit = options.integer("max_results_limit", max_results_limit, minimum=1)
+        self.snippet_chars = options.integer("snippet_chars", snippet_chars, minimum=1)
+        self.page_chars = options.integer("page_chars", page_chars, minimum=1)
+        max_retries = options.integer("max_retries", max_retries, minimum=0)
+        requests_per_minute = options.number(
+            "requests_per_minute", requests_per_minute, above=0, optional=True
+        )
+        self._provider_spec = (provider, options.mapping("provider_kwargs", provider_kwargs))
         self._cache_spec = (cache, cache_mode, max_retries, requests_per_minute)
         self._provider: SearchProvider | None = None
         self._cache: SearchCache | None = None
@@ -186,7 +198,7 @@ class WebSearchEnv(ToolEnv):
         if documents is None and extra.get("corpus") == "search_qa" and extra.get("corpus_seed"):
             from tool_envs.search.qa import generate_corpus
 
-            documents = generate_corpus(int(extra["corpus_seed"]))
+            documents = generate_corpus(extra["corpus_seed"])
         if documents is None:
             return None
         from tool_envs.search.corpus import CorpusProvider
@@ -236,7 +248,7 @@ class WebSearchEnv(ToolEnv):
         call = {"name": "search", "arguments": {"query": question, "max_results": 5}}
         return [f"<tool_call>\n{json.dumps(call)}\n</tool_call>", f"<answer>{answers[0]}</answer>"]
 
-    def _start_episode(self, task: dict[str, Any]) -> Toolset:
+    def check_task(self, task: dict[str, Any]) -> None:
         answers = task["reward_spec"].get("answers")
         if (
             not isinstance(answers, list)
@@ -244,9 +256,31 @@ class WebSearchEnv(ToolEnv):
             or not all(isinstance(a, str) for a in answers)
         ):
             raise TaskRowError(
-                "a search task needs reward_spec['answers']: a non-empty list of strings",
+                f"a search task needs a non-empty list of strings here, got {_short(answers)}",
                 field="reward_spec.answers",
             )
+        extra = task["extra_info"]
+        if extra.get("documents") is not None:
+            from tool_envs.search.corpus import CorpusError, check_documents
+
+            try:
+                check_documents(extra["documents"])
+            except CorpusError as exc:
+                raise TaskRowError(str(exc), field="extra_info.documents") from None
+        seed = extra.get("corpus_seed")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise TaskRowError(
+                f"must be a non-negative integer (a seed of the generated corpus), got "
+                f"{_short(seed)}",
+                field="extra_info.corpus_seed",
+            )
+        corpus = extra.get("corpus")
+        if corpus is not None and not isinstance(corpus, str):
+            raise TaskRowError(
+                f"must be a corpus name, got {_short(corpus)}", field="extra_info.corpus"
+            )
+
+    def _start_episode(self, task: dict[str, Any]) -> Toolset:
         self._history = []
         self._pages = {}
         self._answer = None
@@ -311,3 +345,8 @@ class WebSearchEnv(ToolEnv):
         state = dict(self.__dict__)
         state["_provider"] = state["_cache"] = None
         return state
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -11,11 +11,12 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 
+from tool_envs.core.tagged import last_tagged
+
 METRICS = ("em", "f1")
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 
 
 def normalise_answer(text: str) -> str:
@@ -53,6 +54,5 @@ def score(prediction: str, golds: Sequence[str], metric: str) -> float:
 
 
 def extract_answer(text: str) -> str | None:
-    """The content of the last <answer>...</answer> block, or None."""
-    found = _ANSWER_TAG.findall(text)
-    return found[-1].strip() if found else None
+    """The content of the last <answer>...</answer> block, or None (linear in the text)."""
+    return last_tagged(text, "answer")

@@ -9,6 +9,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from tool_envs.core import options
 from tool_envs.core.env import TaskSource, ToolEnv
 from tool_envs.core.messages import Message
 from tool_envs.core.messages import user as user_message
@@ -89,6 +90,11 @@ class TauEnv(ToolEnv):
         user_kwargs: Arguments for the user simulator (e.g. ``model``, ``base_url``,
             ``strategy`` for ``llm``).
         reward_basis: Which checks the reward multiplies; default ``("db", "outputs")``.
+
+    Every step's ``info`` carries ``user_usage`` (the simulated user's calls, tokens and cost so
+    far this episode), so truncated and voided episodes report it too. A user simulator that
+    fails (an LLM user's API after its retries) raises ``InfrastructureError`` and the episode
+    is void, not the agent's failure (see :mod:`tool_envs.core.outcome`).
     """
 
     domain: ClassVar[Domain]
@@ -105,13 +111,18 @@ class TauEnv(ToolEnv):
         reward_basis: Sequence[str] = ("db", "outputs"),
     ):
         super().__init__(tasks=tasks, parser=parser, render_mode=render_mode)
+        if isinstance(reward_basis, str) or not isinstance(reward_basis, (list, tuple)):
+            raise EnvConfigError(
+                f"reward_basis={reward_basis!r} must be a non-empty list drawn from {REWARD_BASES}"
+            )
         unknown = [basis for basis in reward_basis if basis not in REWARD_BASES]
-        if unknown or not reward_basis or isinstance(reward_basis, str):
+        if unknown or not reward_basis:
             raise EnvConfigError(
                 f"reward_basis={reward_basis!r} must be a non-empty list drawn from {REWARD_BASES}"
             )
         self.reward_basis = tuple(reward_basis)
-        self.user = make_user(user, self.domain.user_keywords, **dict(user_kwargs or {}))
+        user_kwargs = options.mapping("user_kwargs", user_kwargs)
+        self.user = make_user(user, self.domain.user_keywords, **user_kwargs)
         self._domain_tools: DomainTools = self.domain.tools()
         self._toolset = self._tools = Toolset.from_object(self._domain_tools)
         # Dual control: the user's own device tools, acting on the same episode database.
@@ -166,6 +177,10 @@ class TauEnv(ToolEnv):
             turns.append(report)
         return turns
 
+    def check_task(self, task: dict[str, Any]) -> None:
+        parse_reward_spec(task["reward_spec"])
+        parse_scenario(task["extra_info"])
+
     def _start_episode(self, task: dict[str, Any]) -> Toolset:
         self._spec = parse_reward_spec(task["reward_spec"])
         self._scenario = parse_scenario(task["extra_info"])
@@ -183,6 +198,9 @@ class TauEnv(ToolEnv):
         answer = self.user.reply(content)
         self._user_stopped = STOP in answer
         return [user_message(answer)], self._user_stopped
+
+    def _step_info(self) -> dict[str, Any]:
+        return {"user_usage": self.user.usage.as_dict()}
 
     def _compute_reward(self) -> tuple[float, dict[str, Any]]:
         assert self._db is not None

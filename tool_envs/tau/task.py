@@ -113,7 +113,9 @@ def parse_reward_spec(reward_spec: Mapping[str, Any]) -> TauRewardSpec:
     try:
         return TauRewardSpec.model_validate(dict(reward_spec))
     except ValidationError as exc:
-        raise TaskRowError(f"invalid tau task: {_first(exc)[1]}", field=_first(exc)[0]) from exc
+        where, message = _first(exc)
+        field = f"reward_spec.{where}" if where else "reward_spec"
+        raise TaskRowError(f"invalid tau task: {message}", field=field) from None
 
 
 def parse_scenario(extra_info: Mapping[str, Any]) -> UserScenario:
@@ -128,7 +130,8 @@ def parse_scenario(extra_info: Mapping[str, Any]) -> UserScenario:
         return UserScenario.model_validate(dict(scenario))
     except ValidationError as exc:
         where, message = _first(exc)
-        raise TaskRowError(f"invalid user scenario: {message}", field=where) from exc
+        field = f"extra_info.user_scenario.{where}" if where else "extra_info.user_scenario"
+        raise TaskRowError(f"invalid user scenario: {message}", field=field) from None
 
 
 def _first(exc: ValidationError) -> tuple[str, str]:

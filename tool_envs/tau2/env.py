@@ -14,12 +14,14 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, ClassVar
 
 from gymnasium.error import ResetNeeded
 
+from tool_envs.core import options
 from tool_envs.core.env import TaskSource, ToolEnv
 from tool_envs.core.messages import Message
 from tool_envs.core.messages import user as user_message
@@ -62,10 +64,19 @@ class Tau2Env(ToolEnv):
         reward_basis: ``"task"`` (each task's own basis, tau2's default), ``"strict"`` (adds
             ``ACTION``, closing the do-nothing exploit) or a list of basis names.
         nl_judge: Judge of NL assertions: OpenAI-compatible settings (``{"model": ...,
-            "base_url": ..., "api_key": ...}``, see :class:`~tool_envs.tau2.judge.OpenAIJudge`)
-            or a callable ``(assertions, conversation) -> list[bool]``. Without one,
-            NL_ASSERTION is reported as not scored.
+            "base_url": ..., "api_key": ..., "max_tokens": ...}``, see
+            :class:`~tool_envs.tau2.judge.OpenAIJudge`; checked here: a missing model or key or
+            an unknown setting raises ``EnvConfigError``) or a callable ``(assertions,
+            conversation) -> list[bool]``. Without one, NL_ASSERTION is reported as not scored.
+            The judge is called only for tasks whose basis holds NL_ASSERTION: under the default
+            ``reward_basis="task"`` no official airline or retail task does, so the env warns
+            once when it is given but unused (pass a basis with ``"NL_ASSERTION"`` to use it).
+            A judge that fails at run time voids the episode (cause ``"judge"``).
         max_errors: Failed tool calls that end the episode with reward 0 (tau2: 10).
+
+    Every step's ``info`` carries ``user_usage`` (the simulated user's calls, tokens and cost
+    so far this episode) and, with an :class:`~tool_envs.tau2.judge.OpenAIJudge`,
+    ``judge_usage``, so episodes that are truncated or voided report them too.
     """
 
     domain_name: ClassVar[str]
@@ -85,9 +96,8 @@ class Tau2Env(ToolEnv):
     ):
         super().__init__(tasks=tasks, parser=parser, render_mode=render_mode)
         resolve_basis(reward_basis, ())  # fail at construction on a bad option
-        if max_errors < 1:
-            raise EnvConfigError(f"max_errors must be at least 1, got {max_errors}")
-        if split not in SPLITS[self.domain_name]:
+        max_errors = options.integer("max_errors", max_errors, minimum=1)
+        if not isinstance(split, str) or split not in SPLITS[self.domain_name]:
             raise EnvConfigError(
                 f"tau2 {self.domain_name} has no split {split!r}; "
                 f"choose one of {SPLITS[self.domain_name]}"
@@ -96,7 +106,7 @@ class Tau2Env(ToolEnv):
         self.split = split
         self.reward_basis = reward_basis
         if isinstance(nl_judge, Mapping):
-            nl_judge = OpenAIJudge(**nl_judge)
+            nl_judge = OpenAIJudge.from_settings(dict(nl_judge))
         elif nl_judge is not None and not callable(nl_judge):
             raise EnvConfigError(
                 "nl_judge must be OpenAI-compatible settings (a dict with 'model', ...) or a "
@@ -104,7 +114,8 @@ class Tau2Env(ToolEnv):
             )
         self.nl_judge = nl_judge
         self.max_errors = max_errors
-        self.user = make_user(user, USER_KEYWORDS, **dict(user_kwargs or {}))
+        user_kwargs = options.mapping("user_kwargs", user_kwargs)
+        self.user = make_user(user, USER_KEYWORDS, **user_kwargs)
         self._environment = self.domain.new_environment()
         self._gate = WriteGate()
         self._toolset = self._agent_tools = Tau2Toolset(self.domain, "assistant", self._run)
@@ -118,6 +129,8 @@ class Tau2Env(ToolEnv):
         self._calls: list[tuple[int, Executed]] = []
         self._errors = 0
         self._termination: str | None = None
+        self._judge_start: dict[str, int] = {}
+        self._judge_unused_warned = False
 
     # ----------------------------------------------------------------------- ToolEnv hooks
 
@@ -143,6 +156,10 @@ class Tau2Env(ToolEnv):
         turns.append("All done." + (" For your information: " + "; ".join(said) if said else ""))
         return turns
 
+    def check_task(self, task: dict[str, Any]) -> None:
+        tau2_task(self.domain_name, task)
+        parse_scenario(task["extra_info"])
+
     def _start_episode(self, task: dict[str, Any]) -> Toolset:
         self._tau2_task = tau2_task(self.domain_name, task)
         scenario = parse_scenario(task["extra_info"])
@@ -154,7 +171,36 @@ class Tau2Env(ToolEnv):
             self._device.calls.clear()
         opening = next((m["content"] for m in task["prompt"] if m["role"] == "user"), "")
         self.user.start(scenario, opening, self._device)
+        self._judge_start = dict(getattr(self.nl_judge, "usage", None) or {})
+        self._warn_if_judge_unused()
         return self._agent_tools
+
+    def _warn_if_judge_unused(self) -> None:
+        """Say once that a judge was given for nothing: it is easy to miss (defaults hide it)."""
+        if self.nl_judge is None or self._judge_unused_warned:
+            return
+        criteria = self._tau2_task.evaluation_criteria
+        task_basis = [b.value for b in criteria.reward_basis] if criteria is not None else []
+        if "NL_ASSERTION" in resolve_basis(self.reward_basis, task_basis):
+            return
+        self._judge_unused_warned = True
+        warnings.warn(
+            "nl_judge is set but NL_ASSERTION is not in the reward basis, so the judge is never "
+            "called (reward_basis='task' uses each task's own basis, and no official airline or "
+            "retail task has NL_ASSERTION in it); to score NL assertions pass e.g. "
+            "reward_basis=['DB', 'COMMUNICATE', 'NL_ASSERTION']",
+            UserWarning,
+            stacklevel=2,
+        )
+
+    def _step_info(self) -> dict[str, Any]:
+        """Helper usage so far this episode, on every step (a void or truncated end keeps it)."""
+        info: dict[str, Any] = {"user_usage": self.user.usage.as_dict()}
+        if isinstance(self.nl_judge, OpenAIJudge):
+            info["judge_usage"] = {
+                k: v - self._judge_start.get(k, 0) for k, v in self.nl_judge.usage.items()
+            }
+        return info
 
     def _run(self, call: ToolCall, requestor: str) -> tuple[Executed, bool]:
         """Execute a call of the agent or the user; True when it ends the episode (tau2 stops
@@ -179,7 +225,6 @@ class Tau2Env(ToolEnv):
     def _compute_reward(self) -> tuple[float, dict[str, Any]]:
         assert self._state is not None and self._termination is not None
         task = self._tau2_task
-        judged_before = dict(self.nl_judge.usage) if isinstance(self.nl_judge, OpenAIJudge) else {}
         reward, info = compute_reward(
             task=task,
             basis_option=self.reward_basis,
@@ -192,9 +237,7 @@ class Tau2Env(ToolEnv):
             conversation=self._messages,
             nl_judge=self.nl_judge,
         )
-        info["user_usage"] = self.user.usage.as_dict()
-        if isinstance(self.nl_judge, OpenAIJudge):  # this episode's judge calls and tokens
-            info["judge_usage"] = {k: v - judged_before[k] for k, v in self.nl_judge.usage.items()}
+        info.update(self._step_info())  # this episode's user and judge calls and tokens
         if self._device is not None:
             info["user_device_calls"] = [
                 {"name": c.name, "arguments": c.arguments, "error": c.error}

@@ -6,8 +6,10 @@
   ``ENV_ASSERTION`` (tau2's assertion functions on the final environment), ``ACTION`` (every
   gold action matched by a call, tau2's ``compare_args`` rule), ``COMMUNICATE`` (every
   ``communicate_info`` string in some agent message), ``NL_ASSERTION`` (an LLM judge, see
-  :mod:`tool_envs.tau2.judge`; without one it is reported as not scored and left out of the
-  product; a judge that fails scores 0 and says why).
+  :mod:`tool_envs.tau2.judge`; without one it is reported as not scored, left out of the product
+  and named as such in the reason; a judge that fails raises
+  :class:`~tool_envs.errors.InfrastructureError` with cause ``"judge"``, which voids the episode:
+  its failure is never scored as the agent's).
 
 DB equality is decided on copy-on-write deltas (:mod:`tool_envs.tau2.state`); ACTION and
 COMMUNICATE are tau2's own evaluators, run on the episode's tau2 messages.
@@ -18,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tool_envs.errors import EnvConfigError
+from tool_envs.errors import EnvConfigError, InfrastructureError
 from tool_envs.tau2.domains import import_tau2
 from tool_envs.tau2.episode import EpisodeState
 from tool_envs.tau2.state import DatabaseDelta, WriteGate
@@ -37,7 +39,12 @@ def resolve_basis(option: str | Sequence[str], task_basis: Sequence[str]) -> tup
         return tuple(task_basis)
     if option == "strict":
         return (*task_basis, "ACTION") if "ACTION" not in task_basis else tuple(task_basis)
-    if isinstance(option, str) or not option or any(b not in BASES for b in option):
+    if (
+        isinstance(option, str)
+        or not isinstance(option, (list, tuple))
+        or not option
+        or any(b not in BASES for b in option)
+    ):
         raise EnvConfigError(
             f"reward_basis={option!r} must be 'task', 'strict' or a non-empty list drawn from "
             f"{BASES}"
@@ -133,13 +140,7 @@ def compute_reward(
     # NL_ASSERTION: only with a judge
     assertions = list(criteria.nl_assertions or [])
     if "NL_ASSERTION" in basis and assertions and nl_judge is not None:
-        try:
-            verdicts = [bool(v) for v in nl_judge(assertions, conversation)]
-            if len(verdicts) != len(assertions):
-                raise ValueError(f"{len(verdicts)} verdicts for {len(assertions)} assertions")
-        except Exception as exc:  # a judge that fails scores 0: never a free pass, never a crash
-            info["nl_judge_error"] = f"{type(exc).__name__}: {exc}"
-            verdicts = [False] * len(assertions)
+        verdicts = _judge(nl_judge, assertions, conversation)
         info["nl_assertions"] = [
             {"assertion": a, "met": v} for a, v in zip(assertions, verdicts, strict=True)
         ]
@@ -151,12 +152,44 @@ def compute_reward(
 
     reward = _product(basis, breakdown)
     info["breakdown"] = breakdown
-    failed = [b for b in basis if breakdown.get(b) == 0.0]
-    info.update(
-        reward=reward,
-        reason=("failed: " + ", ".join(failed) if failed else f"all of {', '.join(basis)} passed"),
-    )
+    info.update(reward=reward, reason=_reason(basis, breakdown))
     return reward, info
+
+
+def _judge(
+    nl_judge: NLJudge, assertions: list[str], conversation: Sequence[dict[str, Any]]
+) -> list[bool]:
+    """The judge's verdicts; any failure of the judge voids the episode (cause "judge")."""
+    try:
+        verdicts = [bool(v) for v in nl_judge(assertions, conversation)]
+    except InfrastructureError:
+        raise
+    except Exception as exc:  # a custom judge's bug or outage is still not the agent's doing
+        raise InfrastructureError(
+            f"the nl_judge raised {type(exc).__name__}: {exc}", cause="judge"
+        ) from exc
+    if len(verdicts) != len(assertions):
+        raise InfrastructureError(
+            f"the nl_judge gave {len(verdicts)} verdicts for {len(assertions)} assertions",
+            cause="judge",
+        )
+    return verdicts
+
+
+def _reason(basis: Sequence[str], breakdown: dict[str, float | None]) -> str:
+    """Which bases failed, or that all scored ones passed; never counts an unscored one."""
+    failed = [b for b in basis if breakdown.get(b) == 0.0]
+    unscored = [b for b in basis if breakdown.get(b) is None]
+    scored = [b for b in basis if b not in unscored]
+    if failed:
+        reason = "failed: " + ", ".join(failed)
+    elif scored:
+        reason = f"all of {', '.join(scored)} passed"
+    else:
+        reason = "nothing in the basis was scored"
+    if unscored:
+        reason += f"; not scored: {', '.join(unscored)} (no nl_judge given)"
+    return reason
 
 
 def _product(basis: Sequence[str], breakdown: dict[str, float | None]) -> float:

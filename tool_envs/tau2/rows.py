@@ -185,26 +185,64 @@ def tau2_dataset(domain: str, split: str = "train") -> Any:
     return Dataset.from_list([encode_row(row) for row in load_tau2_tasks(domain, split)])
 
 
+# Where each field of tau2's Task comes from in a row, so an error names the row's field.
+_TASK_FIELDS = {
+    "id": "extra_info.tau2_task_id",
+    "user_scenario": "extra_info.tau2_user_scenario",
+    "evaluation_criteria": "reward_spec.evaluation_criteria",
+    "initial_state": "reward_spec.initial_state",
+}
+
+
 def tau2_task(domain: str, row: Mapping[str, Any]) -> Any:
-    """Rebuild the tau2 ``Task`` a row stands for (the reward is computed on it)."""
+    """Rebuild the tau2 ``Task`` a row stands for (the reward is computed on it).
+
+    Raises TaskRowError naming the row's field at fault (``reward_spec.evaluation_criteria...``,
+    ``extra_info.tau2_user_scenario...``), not just "reward_spec".
+    """
+    from pydantic import ValidationError
+
     from tool_envs.tau2.domains import import_tau2
 
     tasks = import_tau2("tau2.data_model.tasks")
     info, spec = row["extra_info"], row["reward_spec"]
+    scenario = info.get("tau2_user_scenario")
+    if scenario is None:
+        try:
+            scenario = {
+                "instructions": UserScenario.model_validate(info["user_scenario"]).instruction()
+            }
+        except (KeyError, TypeError, ValidationError) as exc:
+            raise TaskRowError(
+                "a tau2 row needs extra_info.tau2_user_scenario (tau2's own) or a valid "
+                f"extra_info.user_scenario ({_one_line(exc)})",
+                field="extra_info.user_scenario",
+            ) from None
     try:
         return tasks.Task.model_validate(
             {
                 "id": str(info.get("tau2_task_id", info.get("id", ""))),
-                "user_scenario": info.get("tau2_user_scenario")
-                or {
-                    "instructions": UserScenario.model_validate(info["user_scenario"]).instruction()
-                },
+                "user_scenario": scenario,
                 "evaluation_criteria": spec.get("evaluation_criteria"),
                 "initial_state": spec.get("initial_state"),
             }
         )
-    except Exception as exc:  # pydantic's ValidationError, or a missing key
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = [str(part) for part in error["loc"]]
+        field = ".".join([_TASK_FIELDS.get(loc[0], "reward_spec"), *loc[1:]]) if loc else None
+        if field is not None and loc[0] == "user_scenario" and "tau2_user_scenario" not in info:
+            field = "extra_info.user_scenario" + field[len(_TASK_FIELDS["user_scenario"]) :]
         raise TaskRowError(
-            f"reward_spec is not a tau2 task ({type(exc).__name__}: {exc})".replace("\n", " "),
-            field="reward_spec",
-        ) from exc
+            f"not a valid tau2 task: {error['msg']} (got {str(error.get('input'))[:80]!r})",
+            field=field,
+        ) from None
+    except Exception as exc:  # tau2's own validators may raise other errors
+        raise TaskRowError(
+            f"not a valid tau2 task ({type(exc).__name__}: {_one_line(exc)})", field="reward_spec"
+        ) from None
+
+
+def _one_line(exc: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,4 +1,9 @@
-"""Host side: keeps warm workers alive, sends them jobs, replaces any worker that dies."""
+"""Host side: keeps warm workers alive, sends them jobs, replaces any worker that dies.
+
+A sandbox that is never closed still leaves nothing behind: its worker process, the processes
+of its uid and its host folder are released by a finalizer when the sandbox is garbage
+collected, and at interpreter exit.
+"""
 
 from __future__ import annotations
 
@@ -16,20 +21,23 @@ import subprocess
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tool_envs.code.sandbox.api import RunRequest, RunResult
 from tool_envs.code.sandbox.isolation import (
-    BWRAP_WORK_ROOT,
-    BWRAP_WORKER,
+    PRIVATE_DIRS,
+    SANDBOX_WORK_ROOT,
+    SANDBOX_WORKER,
     UID_BASE,
-    UNSHARE_ARGS,
     WORKER_PATH,
     IsolationLevel,
     bwrap_args,
     detect_isolation,
+    filesystem_plan,
+    namespaces_command,
 )
 
 _uid_counter = itertools.count()
@@ -77,6 +85,40 @@ def _sweep_uid(uid: int, interpreter: str) -> None:
         )  # fmt: skip
 
 
+class _Resources:
+    """What a sandbox holds on the host, kept apart from it so a finalizer can release it."""
+
+    def __init__(self, uid: int | None, interpreter: str, sweep_uid: bool) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.host_root: str | None = None
+        self.uid = uid
+        self.interpreter = interpreter
+        self.sweep_uid = sweep_uid
+
+    def stop_worker(self) -> None:
+        """Kill the worker's process group, reap it, and kill what its uid left running."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            proc.wait(timeout=10)
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        if self.uid is not None and self.sweep_uid:
+            _sweep_uid(self.uid, self.interpreter)
+
+    def release(self) -> None:
+        """Everything: the worker, its uid's processes and the host folder (idempotent)."""
+        self.stop_worker()
+        root, self.host_root = self.host_root, None
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
 class Sandbox:
     """One warm worker, used by one caller at a time (thread-safe through a lock).
 
@@ -120,35 +162,66 @@ class Sandbox:
         self.defaults = dict(defaults or {})
         self.preload = tuple(preload)
         self._lock = threading.Lock()
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._host_root: str | None = None
+        # Outside a pid namespace, what a dead worker's jobs left must be killed by uid.
+        sweep = level in (IsolationLevel.RLIMITS, IsolationLevel.NAMESPACES)
+        self._resources = _Resources(self.uid, self.interpreter, sweep)
+        self._finalizer = weakref.finalize(self, _Resources.release, self._resources)
         self._closed = False
         self.restarts = 0
+
+    @property
+    def _proc(self) -> subprocess.Popen[bytes] | None:
+        return self._resources.proc
+
+    @_proc.setter
+    def _proc(self, proc: subprocess.Popen[bytes] | None) -> None:
+        self._resources.proc = proc
+
+    @property
+    def _host_root(self) -> str | None:
+        """The host folder of this sandbox (job folders at the rlimits and none levels, the
+        root filesystem's mount point at the namespaces level); None at the bwrap level."""
+        return self._resources.host_root
 
     @property
     def isolation(self) -> str:
         return self.level.name.lower()
 
     # -- worker lifecycle -------------------------------------------------------------------
-    def _config(self) -> dict[str, Any]:
-        return {"uid": self.uid, "gid": self.uid, "preload": list(self.preload)}
+    def _config(self, work_root: str) -> dict[str, Any]:
+        private = self.level >= IsolationLevel.NAMESPACES
+        return {
+            "uid": self.uid,
+            "gid": self.uid,
+            "preload": list(self.preload),
+            "work_root": work_root,
+            # Private folders are emptied whole; the host's only of what the job uid owns (at
+            # the none level the job has the caller's uid: nothing can be told apart).
+            "scrub_dirs": list(PRIVATE_DIRS) if private or self.uid is not None else [],
+            "scrub_owned_only": not private,
+        }
 
-    def _command(self) -> tuple[list[str], str]:
+    def _host_folder(self) -> str:
+        if self._resources.host_root is None:
+            self._resources.host_root = tempfile.mkdtemp(prefix="tool-envs-sandbox-")
+            os.chmod(self._resources.host_root, 0o711)
+        return self._resources.host_root
+
+    def _command(self) -> list[str]:
         py = [self.interpreter, "-I", "-S"]
-        if self.level == IsolationLevel.BWRAP:
-            config = {**self._config(), "work_root": BWRAP_WORK_ROOT}
-            return [*bwrap_args(), *py, BWRAP_WORKER, json.dumps(config)], BWRAP_WORK_ROOT
-        if self._host_root is None:
-            self._host_root = tempfile.mkdtemp(prefix="tool-envs-sandbox-")
-            os.chmod(self._host_root, 0o711)
-        config = {**self._config(), "work_root": self._host_root}
-        cmd = [*py, str(WORKER_PATH), json.dumps(config)]
-        if self.level == IsolationLevel.NAMESPACES:
-            cmd = [*UNSHARE_ARGS, *cmd]
-        return cmd, self._host_root
+        if self.level >= IsolationLevel.NAMESPACES:
+            config = json.dumps(self._config(SANDBOX_WORK_ROOT))
+            plan = filesystem_plan(self.report.paths)
+            if self.level == IsolationLevel.BWRAP:
+                return [*bwrap_args(plan), *py, SANDBOX_WORKER, config]
+            new_root = os.path.join(self._host_folder(), "root")
+            os.makedirs(new_root, exist_ok=True)
+            return namespaces_command(self.interpreter, plan, new_root, [config])
+        config = json.dumps(self._config(self._host_folder()))
+        return [*py, str(WORKER_PATH), config]
 
     def _start(self) -> None:
-        cmd, _ = self._command()
+        cmd = self._command()
         self._proc = _spawner.submit(
             subprocess.Popen,
             cmd,
@@ -163,49 +236,35 @@ class Sandbox:
             raise WorkerDied(f"worker did not start: {hello}")
 
     def _kill_worker(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None:
+        if self._resources.proc is None:
             return
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                stream.close()
-        if self.uid is not None and self.level != IsolationLevel.BWRAP:
-            _sweep_uid(self.uid, self.interpreter)
-        if self._host_root is not None:  # job dirs of runs the dead worker never finished
-            for entry in os.listdir(self._host_root):
-                shutil.rmtree(os.path.join(self._host_root, entry), ignore_errors=True)
+        self._resources.stop_worker()
+        root = self._resources.host_root
+        if root is not None and self.level < IsolationLevel.NAMESPACES:
+            for entry in os.listdir(root):  # job dirs of runs the dead worker never finished
+                shutil.rmtree(os.path.join(root, entry), ignore_errors=True)
 
     def start(self) -> Sandbox:
         """Start the worker now rather than on the first run (start-up costs ~20-60 ms)."""
         with self._lock:
+            if self._closed:
+                raise RuntimeError("sandbox is closed")
             if self._proc is None or self._proc.poll() is not None:
                 self._kill_worker()
                 self._start()
         return self
 
     def close(self) -> None:
-        """Stop the worker; removes the host-side work root in the non-bwrap levels."""
+        """Stop the worker and remove the sandbox's host folder (what the finalizer does)."""
         with self._lock:
             self._closed = True
-            self._kill_worker()
-            if self._host_root is not None:
-                shutil.rmtree(self._host_root, ignore_errors=True)
-                self._host_root = None
+            self._finalizer()
 
     def __enter__(self) -> Sandbox:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def __del__(self) -> None:
-        proc = getattr(self, "_proc", None)
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(OSError):
-                os.killpg(proc.pid, signal.SIGKILL)
 
     # -- protocol ---------------------------------------------------------------------------
     def _send(self, message: dict[str, Any]) -> None:

@@ -6,6 +6,11 @@ Forking from an already-started interpreter is what makes a run cost ~2 ms inste
 
 Protocol on stdin/stdout: 4-byte big-endian length, then a JSON object, in both directions.
 The worker first writes ``{"ready": true, ...}``, then answers each job with one result.
+
+After every job the worker empties the folders every job may write (``scrub_dirs``: /tmp,
+/var/tmp and /dev/shm): all of them where they are the sandbox's private ones, and only what the
+job's uid owns where they are the host's (the rlimits and none levels), so no run sees what an
+earlier one left and nothing is left behind.
 """
 
 from __future__ import annotations
@@ -190,14 +195,29 @@ def _warm_up(modules: list[str]) -> None:
     gc.freeze()
 
 
+def _remove(path: str, is_dir: bool) -> None:
+    if is_dir:
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
 class Worker:
-    """Serves jobs one at a time; everything a job started is gone before its result is sent."""
+    """Serves jobs one at a time; everything a job started or wrote is gone before its result
+    is sent (processes swept, private folders emptied)."""
 
     def __init__(self, config: dict) -> None:
         self.uid = config.get("uid")
         self.gid = config.get("gid")
         self.work_root = config["work_root"]
+        self.scrub_dirs = [d for d in config.get("scrub_dirs", ()) if os.path.isdir(d)]
+        self.scrub_owned_only = bool(config.get("scrub_owned_only", True))
+        if not self.scrub_owned_only:  # private tmpfs folders: every job may write them
+            for folder in self.scrub_dirs:
+                os.chmod(folder, 0o1777)
         os.makedirs(self.work_root, exist_ok=True)
+        self.keep = {os.path.normpath(self.work_root)}
         self.has_pidfd = hasattr(os, "pidfd_open")
         _become_subreaper()
         _warm_up(config.get("preload", ()))
@@ -212,6 +232,31 @@ class Worker:
             raise
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+            self._scrub()
+
+    def _scrub(self) -> None:
+        """Remove what jobs left in the folders every job may write (see the module doc)."""
+        for folder in self.scrub_dirs:
+            self._scrub_folder(folder, depth=0)
+
+    def _scrub_folder(self, folder: str, depth: int) -> None:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return
+        for entry in entries:
+            if entry.path in self.keep:
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if not self.scrub_owned_only or info.st_uid == self.uid:
+                _remove(entry.path, is_dir)
+            elif is_dir and info.st_mode & 0o002 and depth < 8:
+                # Someone else's world-writable folder: the job may have written inside it.
+                self._scrub_folder(entry.path, depth + 1)
 
     def _run_in(self, job: dict, workdir: str) -> dict:
         stdin_data = base64.b64decode(job.get("stdin", ""))

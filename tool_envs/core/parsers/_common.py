@@ -12,10 +12,18 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from tool_envs.core.json_values import describe
 from tool_envs.core.parsers.base import ParseError, ParseResult, ToolCall
 
 SNIPPET_CHARS = 200
 """How much of the offending text a :class:`ParseError` keeps."""
+
+MAX_PARSE_CHARS = 1_000_000
+"""Longest message read for tool calls (about 250k tokens, more than a model writes in a turn).
+
+Every parser runs in time linear in the message (Python syntax is the slowest, ~3 s a megabyte
+of calls); the cap bounds what one turn can cost. Longer messages get a parse error.
+"""
 
 CALL_SHAPE = '{"name": <tool name>, "arguments": {...}}'
 """The shape of one call object, shown to the model in error messages."""
@@ -36,23 +44,6 @@ def snippet(text: str) -> str:
     return text[:SNIPPET_CHARS] + "..."
 
 
-def describe(value: Any) -> str:
-    """Name a decoded JSON/Python value's type in words a model understands."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string" if value.strip() else "an empty string"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    return f"a {type(value).__name__}"
-
-
 def skip_ws(text: str, pos: int) -> int:
     """Index of the first non-whitespace character at or after ``pos``."""
     n = len(text)
@@ -71,21 +62,43 @@ class Decoded:
     message: str = ""
 
 
+_FIRST_WINDOW = 256
+_LOOKAHEAD = 16  # more than the longest token (-Infinity) or escape (\\uXXXX) a cut can split
+
+
 def decode_prefix(text: str, pos: int = 0) -> Decoded:
     """Decode one JSON value starting at ``pos``; text after it is left to the caller.
 
     Scanning with ``raw_decode`` (instead of a regex up to a closing tag) is what lets a closing
-    tag appear inside a JSON string value.
+    tag appear inside a JSON string value. Error positions (line, column) count from ``pos``.
+
+    The value is decoded from a window of the text that grows four-fold until it holds the
+    value or the error, never from the whole rest of the text: ``json`` computes an error's line
+    number by counting every newline before it, so a message of thousands of malformed calls,
+    each decoded against the whole message, took quadratic time. A result is trusted only when
+    it lies more than ``_LOOKAHEAD`` characters before the window's end (a cut never changed it).
     """
-    try:
-        value, end = _DECODER.raw_decode(text, pos)
-    except json.JSONDecodeError as exc:
-        return Decoded(False, message=f"{exc.msg} at line {exc.lineno} column {exc.colno}")
-    except RecursionError:
-        return Decoded(False, message="JSON is nested too deeply")
-    except ValueError as exc:  # e.g. an integer literal longer than Python's digit limit
-        return Decoded(False, message=str(exc))
-    return Decoded(True, value=value, end=end)
+    size = _FIRST_WINDOW
+    while True:
+        whole = pos + size >= len(text)
+        doc = text[pos:] if whole else text[pos : pos + size]
+        settled_before = len(doc) if whole else len(doc) - _LOOKAHEAD
+        try:
+            value, end = _DECODER.raw_decode(doc)
+        except json.JSONDecodeError as exc:
+            cut = exc.pos >= settled_before or exc.msg.startswith("Unterminated string")
+            if whole or not cut:
+                return Decoded(False, message=f"{exc.msg} at line {exc.lineno} column {exc.colno}")
+        except RecursionError:  # deeper inside the window means at least as deep in the text
+            return Decoded(False, message="JSON is nested too deeply")
+        except ValueError as exc:  # e.g. an integer literal longer than Python's digit limit
+            if "integer string conversion" in str(exc):
+                return Decoded(False, message="an integer has too many digits (at most 4300)")
+            return Decoded(False, message=str(exc))
+        else:
+            if whole or end < settled_before:
+                return Decoded(True, value=value, end=pos + end)
+        size *= 4
 
 
 def decode_whole(text: str) -> Decoded:
@@ -123,10 +136,14 @@ def coerce_arguments(value: Any, key: str = "arguments") -> dict[str, Any] | str
 
 
 def call_id(value: Any) -> str | None:
-    """Normalize a call id: keep strings, stringify numbers, drop anything else."""
+    """Normalize a call id: keep strings, stringify integers, drop anything else.
+
+    Ids end up in observations and in tau2's pydantic messages, which need strings; an integer
+    too long to print (thousands of digits) is dropped too, so the env gives the call its own.
+    """
     if isinstance(value, str):
         return value
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() <= 256:
         return str(value)
     return None
 
@@ -229,13 +246,21 @@ def claimed_candidates(
     text: str, is_attempt: Callable[[JSONCandidate], bool]
 ) -> list[JSONCandidate]:
     """The JSON candidates that are call attempts, skipping ones inside an earlier claimed one
-    (a fence inside a whole-message JSON value is part of that value)."""
+    (a fence inside a whole-message JSON value is part of that value).
+
+    Candidates come in text order and fences never overlap one another, so a candidate overlaps
+    a claimed one exactly when it starts before the end of the last claimed span: one comparison
+    each, linear in the number of fences.
+    """
     claimed: list[JSONCandidate] = []
+    claimed_end = -1
     for candidate in json_candidates(text):
         start, end = candidate.span
-        overlaps = any(s < end and start < e for s, e in (c.span for c in claimed))
-        if not overlaps and is_attempt(candidate):
+        if start < claimed_end:
+            continue
+        if is_attempt(candidate):
             claimed.append(candidate)
+            claimed_end = max(claimed_end, end)
     return claimed
 
 
@@ -245,9 +270,24 @@ class BaseParser:
     name: ClassVar[str] = ""
 
     def parse(self, text: str, tool_names: frozenset[str] | None = None) -> ParseResult:
-        """Parse one assistant message; malformed calls come back as ``error``, never raised."""
+        """Parse one assistant message; malformed calls come back as ``error``, never raised.
+
+        A message longer than :data:`MAX_PARSE_CHARS` is not read for calls (an error says so):
+        every parser is linear in the text, and this bounds the time one turn can take.
+        """
         if not isinstance(text, str):
             text = "" if text is None else str(text)
+        if len(text) > MAX_PARSE_CHARS:
+            return ParseResult(
+                content=text.strip(),
+                error=ParseError(
+                    self.name,
+                    f"The message is {len(text):,} characters long; tool calls are only read "
+                    f"from messages of at most {MAX_PARSE_CHARS:,} characters. Write shorter "
+                    "turns.",
+                    snippet(text),
+                ),
+            )
         try:
             names = None if tool_names is None else frozenset(tool_names)
             result = self.detect(text, names)

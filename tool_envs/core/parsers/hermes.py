@@ -39,6 +39,26 @@ def _skip_fence_close(text: str, pos: int) -> int:
     return pos
 
 
+class _CloseTags:
+    """``text.find(CLOSE_TAG, pos)`` for increasing ``pos``, remembering the last answer.
+
+    Without it, a message of many unclosed ``<tool_call>`` blocks searched the rest of the text
+    once per block (quadratic); with it every closing tag is found once.
+    """
+
+    def __init__(self, text: str):
+        self._text = text
+        self._searched_from = -1
+        self._found = -1
+
+    def next(self, pos: int) -> int:
+        """The first closing tag at or after ``pos``, or -1."""
+        known = self._searched_from >= 0 and self._searched_from <= pos
+        if not (known and (self._found < 0 or self._found >= pos)):
+            self._searched_from, self._found = pos, self._text.find(CLOSE_TAG, pos)
+        return self._found
+
+
 class HermesParser(BaseParser):
     """Parses ``<tool_call>`` JSON blocks (Hermes, Qwen 2.5/3 chat templates)."""
 
@@ -78,22 +98,28 @@ class HermesParser(BaseParser):
         calls: list[ToolCall] = []
         errors: list[ParseError] = []
         spans: list[tuple[int, int]] = []
+        closes = _CloseTags(text)
         pos = 0
         while True:
             start = text.find(OPEN_TAG, pos)
             if start < 0:
                 break
-            end = self._one_block(text, start, calls, errors)
+            end = self._one_block(text, start, closes, calls, errors)
             spans.append((start, end))
             pos = max(end, start + len(OPEN_TAG))
         return finish(remove_spans(text, spans), calls, errors)
 
     def _one_block(
-        self, text: str, start: int, calls: list[ToolCall], errors: list[ParseError]
+        self,
+        text: str,
+        start: int,
+        closes: _CloseTags,
+        calls: list[ToolCall],
+        errors: list[ParseError],
     ) -> int:
         """Parse the block opened at ``start``; return where the block (and its markup) ends."""
         body = _skip_fence_open(text, skip_ws(text, start + len(OPEN_TAG)))
-        first_close = text.find(CLOSE_TAG, body)
+        first_close = closes.next(body)
         block_end = len(text) if first_close < 0 else first_close + len(CLOSE_TAG)
 
         def fail(message: str, end: int) -> int:
@@ -115,7 +141,7 @@ class HermesParser(BaseParser):
         elif after >= len(text) or text.startswith(OPEN_TAG, after):
             end = after  # unclosed tag: generation stopped right after a complete call
         else:
-            close = text.find(CLOSE_TAG, after)
+            close = closes.next(after)
             if close >= 0:
                 extra = text[after:close].strip()[:40]
                 return fail(

@@ -23,6 +23,7 @@ _CODE_LANGS = ("python", "py", "python3", "tool_code", "")
 _CALL_START = re.compile(r"\s*\[?\s*([A-Za-z_][\w]*(?:\s*\.\s*[A-Za-z_]\w*)*)\s*\(")
 
 _TIGHT_CALL = re.compile(r"[A-Za-z_][\w.]*\(")
+_LINE_BREAK = re.compile(rb"\r\n?|\n")
 
 
 class _NotCalls(Exception):
@@ -83,11 +84,30 @@ def _plain(value: Any) -> Any:
     raise ValueError(f"{type(value).__name__} values are not supported")
 
 
-def _segment(source: str, node: ast.AST) -> str:
-    try:
-        return ast.get_source_segment(source, node) or source
-    except Exception:  # positions can be missing on odd input; the snippet is only for logs
-        return source
+class _Segments:
+    """The source text of AST nodes, in time proportional to each node's own length.
+
+    ``ast.get_source_segment`` splits the whole source into lines on every call, which made a
+    message of a few thousand calls take close to a minute. Positions in the AST are UTF-8 byte
+    offsets, so the source is encoded once and the line starts computed once.
+    """
+
+    def __init__(self, source: str):
+        self.source = source
+        self._data = source.encode("utf-8", errors="surrogatepass")
+        # The line breaks the tokenizer counts: \r\n, \r and \n.
+        self._line_starts = [0, *(m.end() for m in _LINE_BREAK.finditer(self._data))]
+
+    def __call__(self, node: ast.AST) -> str:
+        try:
+            start = self._offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+            end = self._offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        except (AttributeError, TypeError, IndexError):  # odd positions: the snippet is for logs
+            return self.source
+        return self._data[start:end].decode("utf-8", errors="replace") or self.source
+
+    def _offset(self, line: int, column: int) -> int:
+        return self._line_starts[line - 1] + column
 
 
 class PythonCallParser(BaseParser):
@@ -121,6 +141,7 @@ class PythonCallParser(BaseParser):
             return None
         try:
             nodes = _parse_calls(source)
+            segment = _Segments(source)
         except _NotCalls:
             return None
         except SyntaxError as exc:
@@ -136,7 +157,7 @@ class PythonCallParser(BaseParser):
             return [], [ParseError(self.name, message, snippet(source))]
         if not in_block:
             # "Paris (France)" parses as a call; a real call has no space before "(".
-            if not all(_TIGHT_CALL.match(_segment(source, node)) for node in nodes):
+            if not all(_TIGHT_CALL.match(segment(node)) for node in nodes):
                 return None
             if tool_names is not None and any(
                 _func_name(node.func) not in tool_names for node in nodes
@@ -145,16 +166,16 @@ class PythonCallParser(BaseParser):
         calls: list[ToolCall] = []
         errors: list[ParseError] = []
         for node in nodes:
-            result = self._convert(node, source)
+            result = self._convert(node, segment)
             if isinstance(result, ToolCall):
                 calls.append(result)
             else:
                 errors.append(result)
         return calls, errors
 
-    def _convert(self, node: ast.Call, source: str) -> ToolCall | ParseError:
+    def _convert(self, node: ast.Call, segment: _Segments) -> ToolCall | ParseError:
         name = _func_name(node.func) or ""
-        where = snippet(_segment(source, node))
+        where = snippet(segment(node))
 
         def fail(problem: str) -> ParseError:
             return ParseError(self.name, f"{problem} Write {PYTHON_SHAPE}.", where)

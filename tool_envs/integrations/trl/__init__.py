@@ -24,6 +24,7 @@ from tool_envs.integrations.trl.tool_loop import tool_loop_environment
 __all__ = [
     "TaskRowEnvironment",
     "ToolEnvsGRPOTrainer",
+    "ToolEnvsRolloutWorker",
     "env_reward",
     "make_rollout_func",
     "reward_info_func",
@@ -38,4 +39,8 @@ def __getattr__(name: str):
         from tool_envs.integrations.trl.vllm_sync import ToolEnvsGRPOTrainer
 
         return ToolEnvsGRPOTrainer
+    if name == "ToolEnvsRolloutWorker":  # for TRL's AsyncGRPOTrainer
+        from tool_envs.integrations.trl.async_worker import ToolEnvsRolloutWorker
+
+        return ToolEnvsRolloutWorker
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

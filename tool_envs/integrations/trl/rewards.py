@@ -10,23 +10,30 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from tool_envs.core.outcome import is_void
 
-def env_reward(completions: list[Any], env_reward: list[float], **kwargs: Any) -> list[float]:
-    """The env's task reward for each rollout."""
-    return [float(value) for value in env_reward]
+
+def env_reward(
+    completions: list[Any], env_reward: list[float | None], **kwargs: Any
+) -> list[float | None]:
+    """The env's task reward for each rollout; None for a void one (infrastructure failed),
+    which TRL leaves out of the group baseline and gives no advantage."""
+    return [None if value is None else float(value) for value in env_reward]
 
 
 def reward_info_func(key: str) -> Callable[..., list[float | None]]:
     """A reward function that reads ``reward_info[key]`` (a number or bool) of each rollout.
 
-    Rollouts whose reward_info lacks the key get None, which TRL treats as "not scored".
+    Rollouts whose reward_info lacks the key, and void rollouts, get None, which TRL treats as
+    "not scored".
     Combine with ``reward_weights`` in GRPOConfig to shape the reward from named sub-rewards.
     """
 
     def read(completions: list[Any], reward_info: list[str], **kwargs: Any) -> list[float | None]:
         values = []
         for info in reward_info:
-            value = (json.loads(info) if info else {}).get(key)
+            parsed = json.loads(info) if info else {}
+            value = None if is_void(parsed) else parsed.get(key)
             values.append(None if value is None else float(value))
         return values
 

@@ -9,12 +9,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from tool_envs.integrations.trl.environment import TaskRowEnvironment
+from tool_envs.rollout.async_engine import AsyncGenerationBackend, AsyncRolloutEngine
 from tool_envs.rollout.backends.base import GenerationBackend, SamplingSettings
 from tool_envs.rollout.backends.hf import TransformersBackend
-from tool_envs.rollout.engine import Rollout, RolloutConfig, RolloutEngine
+from tool_envs.rollout.engine import EpisodeRunner, Rollout, RolloutConfig, RolloutEngine
 
 ROW_FIELDS = ("prompt", "env_id", "env_class", "reward_spec", "extra_info")
 _COUNTERS = ("tool_calls", "tool_errors", "parse_errors", "empty_responses")
+ENGINES = ("auto", "lockstep", "async")
 
 RolloutFunc = Callable[[list[Any], Any], dict[str, Any]]
 BackendFactory = Callable[[Any], GenerationBackend]
@@ -25,25 +27,34 @@ def make_rollout_func(
     max_tokens_per_turn: int = 256,
     max_turns: int | None = None,
     env_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
-    env_workers: int = 8,
+    env_workers: int | None = None,
     chat_template: str | None = None,
     template_kwargs: Mapping[str, Any] | None = None,
     backend_factory: BackendFactory | None = None,
     vllm_server_model: str | None = None,
+    rollout_engine: str = "auto",
+    step_timeout: float | None = 600.0,
+    max_void_fraction: float = 0.5,
 ) -> RolloutFunc:
     """Build a ``rollout_func`` for GRPOTrainer (with ``environment_factory=TaskRowEnvironment``).
 
     Each call plays the batch's task rows in the env named by each row's ``env_id`` (mixed
     datasets work) and returns TRL's required ``prompt_ids``, ``completion_ids`` and ``logprobs``
     plus ``env_mask`` (0 on env tokens) and extra columns for reward functions: ``env_reward``,
-    ``env_success``, ``reward_info`` (JSON), ``env_id``, ``task_id``, ``num_turns``, ``finish``.
-    The whole completion is capped at the trainer's ``max_completion_length``.
+    ``env_success``, ``reward_info`` (JSON), ``env_id``, ``task_id``, ``num_turns``, ``finish``,
+    ``outcome``. The whole completion is capped at the trainer's ``max_completion_length``.
+
+    Void episodes (infrastructure failed: an env step raised or timed out, a simulated user's or
+    judge's API failed, a generation request failed; see :mod:`tool_envs.core.outcome`) are
+    never trained on: their ``env_mask`` is all 0 (no token in the loss) and ``env_reward`` is
+    None, which TRL treats as unscorable (left out of the group baseline, advantage 0). They are
+    counted in ``env/void_rate`` and ``env/void/<cause>``.
 
     Args:
         max_tokens_per_turn: Cap on one policy turn.
         max_turns: Assistant turns per episode (None: each env's registered limit).
         env_kwargs: Constructor arguments per env id.
-        env_workers: Threads stepping envs concurrently.
+        env_workers: Most env steps at once (None: one per live episode).
         chat_template: Template to use instead of the tokenizer's.
         template_kwargs: Extra template variables.
         backend_factory: ``trainer -> GenerationBackend``; default: transformers generation with
@@ -51,6 +62,13 @@ def make_rollout_func(
             server: one HTTP client per process, so ranks never wait on each other per turn).
         vllm_server_model: ``vllm_mode="server"``: the model name to request; default: the name
             the server serves (``GET /v1/models``). Set it when the server serves several.
+        rollout_engine: ``"lockstep"`` (one batched generation call per turn), ``"async"`` (each
+            episode sends its next request as soon as its env step returns; needs a server
+            backend) or ``"auto"``: async for a server backend (vLLM server mode), lockstep for
+            colocated vLLM and transformers generation.
+        step_timeout: Seconds an env step may take before its episode is void (None: no limit).
+        max_void_fraction: A batch with more void episodes than this fraction raises
+            :class:`~tool_envs.rollout.engine.RolloutVoidError` instead of training on the rest.
 
     TRL's sampling options reach every turn: ``temperature``, ``top_p``, ``top_k``, ``min_p``,
     ``repetition_penalty`` and ``generation_kwargs`` (see :func:`sampling_settings`); settings
@@ -59,6 +77,8 @@ def make_rollout_func(
     With ``vllm_enable_sleep_mode`` (colocate, GPU) the engine's KV cache is woken for the
     rollouts and the engine put back to sleep after them, as TRL's own generation does.
     """
+    if rollout_engine not in ENGINES:
+        raise ValueError(f"rollout_engine must be one of {ENGINES}, got {rollout_engine!r}")
     settings = {
         "max_tokens_per_turn": max_tokens_per_turn,
         "max_turns": max_turns,
@@ -66,15 +86,19 @@ def make_rollout_func(
         "env_workers": env_workers,
         "chat_template": chat_template,
         "template_kwargs": dict(template_kwargs or {}),
+        "step_timeout": step_timeout,
+        "max_void_fraction": max_void_fraction,
     }
-    state: dict[str, RolloutEngine] = {}
+    state: dict[str, EpisodeRunner] = {}
 
     def default_factory(trainer: Any) -> GenerationBackend:
         return default_backend(trainer, server_model=vllm_server_model)
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
         if "engine" not in state:
-            state["engine"] = _build_engine(trainer, settings, backend_factory or default_factory)
+            state["engine"] = _build_engine(
+                trainer, settings, backend_factory or default_factory, rollout_engine
+            )
         engine = state["engine"]
         rows = task_rows_of(trainer, prompts)
         mode = "train" if trainer.model.training else "eval"
@@ -90,7 +114,7 @@ def make_rollout_func(
             with engine_awake(trainer):
                 rollouts = engine.run(rows, seeds)
         log_metrics(trainer, mode, rollouts)
-        return rollouts_to_batch(rollouts)
+        return rollouts_to_batch(rollouts, _pad_id(trainer.processing_class))
 
     rollout_func.state = state  # type: ignore[attr-defined]  # the engine, for inspection
     rollout_func.check_args = sampling_settings  # type: ignore[attr-defined]  # early checks
@@ -123,13 +147,21 @@ def engine_awake(trainer: Any) -> Iterator[None]:
 
 
 def _build_engine(
-    trainer: Any, settings: dict[str, Any], backend_factory: BackendFactory
-) -> RolloutEngine:
+    trainer: Any, settings: dict[str, Any], backend_factory: BackendFactory, kind: str
+) -> EpisodeRunner:
     args = trainer.args
     tokenizer = trainer.processing_class
     sampling = sampling_settings(args, stop_token_ids=_stop_ids(tokenizer, trainer))
     backend = backend_factory(trainer)
     config = RolloutConfig(max_completion_length=args.max_completion_length, **settings)
+    is_server = isinstance(backend, AsyncGenerationBackend)
+    if kind == "async" and not is_server:
+        raise ValueError(
+            f"rollout_engine='async' needs a continuous-batching server backend (vllm_mode="
+            f"'server'), but the backend is {type(backend).__name__}; use 'lockstep' or 'auto'"
+        )
+    if kind == "async" or (kind == "auto" and is_server):
+        return AsyncRolloutEngine(tokenizer, backend, sampling, config)
     return RolloutEngine(tokenizer, backend, sampling, config)
 
 
@@ -178,6 +210,10 @@ def sampling_settings(args: Any, stop_token_ids: Iterable[int] = ()) -> Sampling
         generation_kwargs=extra,
         stop_token_ids=tuple(stop_token_ids),
     )
+
+
+def _pad_id(tokenizer: Any) -> int | None:
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
 
 def _stop_ids(tokenizer: Any, trainer: Any) -> list[int]:
@@ -241,34 +277,58 @@ def group_seeds(count: int, group: int, trainer: Any) -> list[int]:
     return [(base + index // group) % 2**31 for index in range(count)]
 
 
-def rollouts_to_batch(rollouts: list[Rollout]) -> dict[str, Any]:
-    """TRL's rollout_func output: required keys, env_mask, and extra columns for rewards."""
+def rollouts_to_batch(rollouts: list[Rollout], pad_token_id: int | None = None) -> dict[str, Any]:
+    """TRL's rollout_func output: required keys, env_mask, and extra columns for rewards.
+
+    A void episode is kept (a GRPO group keeps its size) but carries nothing to learn from:
+    ``env_mask`` all 0, ``env_reward`` / ``env_success`` None. One that failed before its first
+    token gets a single masked ``pad_token_id`` so that no completion is empty.
+    """
     logprobs = [r.logprobs for r in rollouts]
+    completions, masks, lps = [], [], []
+    for rollout, lp in zip(rollouts, logprobs, strict=True):
+        ids, mask = list(rollout.completion_ids), list(rollout.env_mask)
+        if rollout.void:
+            mask = [0] * len(ids)
+            if not ids and pad_token_id is not None:
+                ids, mask, lp = [pad_token_id], [0], None if lp is None else [0.0]
+        completions.append(ids)
+        masks.append(mask)
+        lps.append(lp)
     return {
         "prompt_ids": [r.prompt_ids for r in rollouts],
-        "completion_ids": [r.completion_ids for r in rollouts],
-        "logprobs": None if any(lp is None for lp in logprobs) else logprobs,
-        "env_mask": [r.env_mask for r in rollouts],
-        "env_reward": [r.reward for r in rollouts],
-        "env_success": [float(r.success) for r in rollouts],
+        "completion_ids": completions,
+        "logprobs": None if any(lp is None for lp in lps) else lps,
+        "env_mask": masks,
+        "env_reward": [None if r.void else r.reward for r in rollouts],
+        "env_success": [None if r.void else float(r.success) for r in rollouts],
         "reward_info": [json.dumps(r.reward_info, default=str) for r in rollouts],
         "env_id": [r.env_id for r in rollouts],
         "task_id": [r.task_id for r in rollouts],
         "num_turns": [r.turns for r in rollouts],
         "finish": [r.finish for r in rollouts],
+        "outcome": [r.outcome for r in rollouts],
     }
 
 
 def episode_summary(rollout: Rollout) -> dict[str, Any]:
-    """The numbers metrics need from one rollout (small, so it can be gathered across ranks)."""
-    return {
+    """The numbers metrics need from one rollout (small, so it can be gathered across ranks).
+
+    ``void_rate`` counts infrastructure failures; ``void/<cause>`` names them. Success, reward
+    and turns average over every episode (a void one counts as 0, as it earned nothing).
+    """
+    summary = {
         "env": rollout.env_id.split("/")[-1],
         "success_rate": float(rollout.success),
         "reward": rollout.reward,
         "turns": rollout.turns,
         "truncated_rate": float(rollout.truncated),
+        "void_rate": float(rollout.void),
         **{name: rollout.stats.get(name, 0) for name in _COUNTERS},
     }
+    if rollout.void:
+        summary[f"void/{(rollout.reward_info or {}).get('void_cause', 'unknown')}"] = 1.0
+    return summary
 
 
 def episode_metrics(summaries: list[dict[str, Any]]) -> dict[str, float]:
@@ -284,9 +344,10 @@ def episode_metrics(summaries: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def _means(prefix: str, summaries: list[dict[str, Any]]) -> dict[str, float]:
+    """Means of each key; a key some summaries lack (a void cause) counts 0 in those."""
     count = max(len(summaries), 1)
-    keys = [key for key in (summaries[0] if summaries else {}) if key != "env"]
-    return {f"{prefix}/{key}": sum(s[key] for s in summaries) / count for key in keys}
+    keys = dict.fromkeys(key for s in summaries for key in s if key != "env")
+    return {f"{prefix}/{key}": sum(s.get(key, 0) for s in summaries) / count for key in keys}
 
 
 def log_metrics(trainer: Any, mode: str, rollouts: list[Rollout]) -> None:

@@ -3,7 +3,9 @@
 Unlike the token-level backends it returns assistant *messages*, so it cannot feed training (no
 token ids or logprobs); it drives ``env.step`` with what a hosted or served model answers.
 Retries and timeouts are the ``openai`` client's own: configure them on the client you pass
-(``openai.OpenAI(base_url=..., max_retries=..., timeout=...)``).
+(``openai.OpenAI(base_url=..., max_retries=..., timeout=...)``). In a batch, a conversation the
+API rejects (HTTP 400/422, e.g. longer than the model's context) comes back as a turn with
+:attr:`ChatTurn.error` set; the other conversations' replies are kept.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class ChatTurn:
         prompt_tokens: Prompt tokens the API billed, when it reported usage.
         completion_tokens: Completion tokens the API billed, when it reported usage.
         finish_reason: The API's finish reason (``"stop"``, ``"tool_calls"``, ``"length"``, ...).
+        error: Why the API rejected this conversation (from :meth:`OpenAIChatBackend.complete`;
+            the message is then empty), else None.
     """
 
     message: dict[str, Any]
@@ -43,6 +47,7 @@ class ChatTurn:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str | None = None
+    error: str | None = None
 
     @property
     def text(self) -> str:
@@ -170,14 +175,49 @@ class OpenAIChatBackend:
         conversations: list[list[dict[str, Any]]],
         tools: list[list[dict[str, Any]]] | None = None,
     ) -> list[ChatTurn]:
-        """One assistant turn per conversation, in order; ``tools[i]`` goes with conversation i."""
+        """One assistant turn per conversation, in order; ``tools[i]`` goes with conversation i.
+
+        A conversation the API rejects (HTTP 400/422: too long for the context, a history it
+        cannot read) gets a turn with ``error`` set and an empty message, and the batch's other
+        replies are kept. Any other API error (unreachable, 5xx after the client's retries)
+        raises once every request of the batch has finished.
+        """
         if tools is not None and len(tools) != len(conversations):
             raise ValueError(f"got {len(conversations)} conversations but {len(tools)} tool lists")
         per_conversation = tools if tools is not None else [None] * len(conversations)
         if len(conversations) <= 1:
             return [
-                self.complete_one(c, t)
+                self._complete_or_rejected(c, t)
                 for c, t in zip(conversations, per_conversation, strict=True)
             ]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(conversations))) as pool:
-            return list(pool.map(self.complete_one, conversations, per_conversation))
+            futures = [
+                pool.submit(self._complete_or_rejected, c, t)
+                for c, t in zip(conversations, per_conversation, strict=True)
+            ]
+        return [future.result() for future in futures]
+
+    def _complete_or_rejected(
+        self, conversation: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> ChatTurn:
+        import openai
+
+        try:
+            return self.complete_one(conversation, tools)
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+            return ChatTurn(
+                message={"role": "assistant", "content": ""},
+                native_tools=self.native_tools,
+                error=f"the API rejected the conversation (HTTP {exc.status_code}): "
+                + _api_message(exc),
+            )
+
+
+def _api_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error")
+        message = body.get("message") or (error.get("message") if isinstance(error, dict) else None)
+        if message:
+            return str(message)
+    return str(exc)

@@ -14,6 +14,7 @@ where the engine tells it, and refuse another.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -410,6 +411,8 @@ class VLLMServerBackend:
         self.max_batch = max_batch
         self.max_concurrent_requests = max_concurrent_requests
         self.extra_body = dict(extra_body or {})
+        self.timeout = timeout
+        self._async_clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._owns_client = http_client is None
         self._client = http_client or httpx.Client(
@@ -551,13 +554,86 @@ class VLLMServerBackend:
             try:
                 response = self._client.post(self.url, json=body, headers=self._headers)
             except httpx.TransportError as exc:
-                raise GenerationServerError(
-                    f"no response from the vLLM server at {self.url} ({type(exc).__name__}: {exc})",
-                    url=self.url,
-                ) from exc
+                raise self._no_response(exc) from exc
             if response.status_code not in _RETRY_STATUSES or attempt == self.max_retries:
                 break
             time.sleep(self.retry_backoff * 2**attempt)
+        return self._read_answer(response, attempt)
+
+    # ------------------------------------------------------------------ asynchronous requests
+
+    async def agenerate(
+        self,
+        prompt: list[int],
+        max_tokens: int,
+        settings: SamplingSettings,
+        *,
+        seed: int | None = None,
+    ) -> Generation:
+        """Continue ONE prompt as its own request, for the asynchronous engine.
+
+        A continuous-batching server batches concurrent requests itself, so an episode can send
+        its turn the moment its env step returns. Same contract, retries and errors as
+        :meth:`generate`; ``seed`` overrides the settings' seed for this request.
+        """
+        _check_request([prompt], [max_tokens])
+        if max_tokens == 0:
+            return _empty(settings)
+        resolved = settings.resolve(_RESERVED_BODY, "vLLM server")[0]
+        body = self.payload(
+            [prompt], max_tokens, settings, seed if seed is not None else resolved.seed
+        )
+        answer = await self._apost(body)
+        try:
+            return completion_choices_to_generations(
+                answer, max_tokens, settings, 1, f"response from {self.url}"
+            )[0]
+        except ValueError as exc:
+            raise GenerationServerError(str(exc), url=self.url, status=200) from exc
+
+    async def aclose(self) -> None:
+        """Close the asynchronous client of the running event loop, if one was made."""
+        client = self._async_clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.aclose()
+
+    def _async_client(self) -> httpx.AsyncClient:
+        """One client per event loop (an httpx AsyncClient belongs to the loop that made it)."""
+        loop = asyncio.get_running_loop()
+        client = self._async_clients.get(loop)
+        if client is None:
+            client = httpx.AsyncClient(
+                transport=httpx.AsyncHTTPTransport(
+                    retries=self.max_retries,
+                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+                ),
+                timeout=httpx.Timeout(self.timeout, connect=10.0),
+            )
+            self._async_clients[loop] = client
+        return client
+
+    async def _apost(self, body: dict[str, Any]) -> Any:
+        client = self._async_client()
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = await client.post(self.url, json=body, headers=self._headers)
+            except httpx.TransportError as exc:
+                raise self._no_response(exc) from exc
+            if response.status_code not in _RETRY_STATUSES or attempt == self.max_retries:
+                break
+            await asyncio.sleep(self.retry_backoff * 2**attempt)
+        return self._read_answer(response, attempt)
+
+    # ------------------------------------------------------------------ answers
+
+    def _no_response(self, exc: Exception) -> GenerationServerError:
+        return GenerationServerError(
+            f"no response from the vLLM server at {self.url} ({type(exc).__name__}: {exc})",
+            url=self.url,
+        )
+
+    def _read_answer(self, response: httpx.Response, attempt: int) -> Any:
+        """The JSON body of a 200 answer; errors name the URL, status and retries."""
         if response.status_code != 200:
             raise GenerationServerError(
                 f"POST {self.url} failed with HTTP {response.status_code}"

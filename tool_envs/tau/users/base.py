@@ -83,7 +83,13 @@ class UserSimulator(abc.ABC):
 
     @abc.abstractmethod
     def reply(self, agent_message: str) -> str:
-        """The user's answer to the agent's message."""
+        """The user's answer to the agent's message.
+
+        A user that cannot answer for reasons that are not the agent's (its model's API failed
+        after its retries, it produced an empty message) raises
+        :class:`~tool_envs.errors.InfrastructureError` with cause ``"user_simulator"`` and leaves
+        its own state as before the call; the env then voids the episode.
+        """
 
     def close(self) -> None:
         """Release clients or processes (none by default)."""

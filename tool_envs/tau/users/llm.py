@@ -10,11 +10,18 @@ replies are ``assistant`` turns. Strategies:
 - ``reflection``: like ``verify``, but a failed check asks the model to reflect and rewrite.
 
 In a dual-control domain the model also gets the user's device tools (function calling) and may
-use them before it answers; what the device showed stays in its history.
+use them before it answers, for at most ``max_device_rounds`` rounds per reply; then it is asked
+once more with ``tool_choice="none"`` and must answer in words. What the device showed stays in
+its history.
 
-Nothing is called at construction: the client is made on first use. Retries with backoff and
-timeouts are the ``openai`` client's own (``max_retries``, ``timeout``). Usage and cost are summed
-over every call of an episode, verification calls included.
+Nothing is called at construction (the API key is checked there; the client is made on first
+use). Retries with backoff and timeouts are the ``openai`` client's own (``max_retries``,
+``timeout``), and ``max_tokens`` caps each reply. When a call still fails (unreachable, frozen,
+HTTP error, a wrong model name, a body that is not a chat completion) or the model answers the
+agent with an empty message, ``reply`` raises :class:`~tool_envs.errors.InfrastructureError` with
+cause ``"user_simulator"`` and leaves the user's history as it was before the call: the env then
+voids the episode (not the agent's failure). Usage and cost are summed over every call of an
+episode, verification calls included, and envs report them on every step.
 """
 
 from __future__ import annotations
@@ -25,14 +32,22 @@ import re
 import threading
 from typing import Any
 
+from tool_envs.core.helper_models import (
+    DEFAULT_MAX_TOKENS,
+    HelperReply,
+    chat,
+    make_client,
+    require_api_key,
+)
 from tool_envs.core.parsers.base import ToolCall
-from tool_envs.errors import EnvConfigError
+from tool_envs.errors import EnvConfigError, InfrastructureError
 from tool_envs.tau.task import UserScenario
 from tool_envs.tau.users.base import STOP, DeviceTools, UserSimulator, UserUsage
 
 STRATEGIES = ("llm", "react", "verify", "reflection")
 DEFAULT_MODEL = "gpt-4o"
-MAX_DEVICE_ROUNDS = 6  # model calls per reply when the user has device tools
+MAX_DEVICE_ROUNDS = 6  # device-tool rounds per reply before the model must answer in words
+WHO = "LLM user simulator"
 GREETING = "Hi! How can I help you today?"
 
 # USD per million (input, output) tokens, public list prices; others cost 0 unless given.
@@ -106,6 +121,13 @@ class LLMUser(UserSimulator):
         max_attempts: Tries of ``verify`` / ``reflection`` before keeping the last reply.
         price_per_million: (input, output) USD per million tokens for cost; default from
             :data:`PRICES_PER_MILLION` (0 for unknown models).
+        max_tokens: Reply-length limit per call (default ``$TOOL_ENVS_USER_MAX_TOKENS`` or
+            1024), so a rambling model cannot hold a step for minutes.
+        max_device_rounds: Device-tool rounds per reply before the model must answer in words.
+
+    Raises:
+        EnvConfigError: at construction, for an unknown strategy or no API key (give
+            ``api_key`` or set ``TOOL_ENVS_USER_API_KEY`` / ``OPENAI_API_KEY``), as the judge does.
     """
 
     def __init__(
@@ -119,6 +141,8 @@ class LLMUser(UserSimulator):
         timeout: float = 60.0,
         max_attempts: int = 3,
         price_per_million: tuple[float, float] | None = None,
+        max_tokens: int | None = None,
+        max_device_rounds: int = MAX_DEVICE_ROUNDS,
     ):
         if strategy not in STRATEGIES:
             raise EnvConfigError(f"strategy={strategy!r} is not one of {STRATEGIES}")
@@ -128,14 +152,23 @@ class LLMUser(UserSimulator):
             or os.environ.get("TOOL_ENVS_USER_BASE_URL")
             or os.environ.get("OPENAI_BASE_URL")
         )
-        self.api_key = (
-            api_key or os.environ.get("TOOL_ENVS_USER_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        self.api_key = require_api_key(
+            api_key or os.environ.get("TOOL_ENVS_USER_API_KEY") or os.environ.get("OPENAI_API_KEY"),
+            "llm user",
+            "pass user_kwargs={'api_key': ...} or set TOOL_ENVS_USER_API_KEY / OPENAI_API_KEY",
         )
         self.temperature = float(_setting(temperature, "TOOL_ENVS_USER_TEMPERATURE", 0.0))
         self.strategy = strategy
         self.max_retries = max_retries
         self.timeout = timeout
         self.max_attempts = max_attempts
+        self.max_tokens = int(_setting(max_tokens, "TOOL_ENVS_USER_MAX_TOKENS", DEFAULT_MAX_TOKENS))
+        if self.max_tokens < 1 or max_device_rounds < 0:
+            raise EnvConfigError(
+                f"max_tokens must be >= 1 and max_device_rounds >= 0, got {self.max_tokens} and "
+                f"{max_device_rounds}"
+            )
+        self.max_device_rounds = max_device_rounds
         self.prices = price_per_million or PRICES_PER_MILLION.get(self.model, (0.0, 0.0))
         self.usage = UserUsage()
         self._client: Any = None
@@ -161,17 +194,16 @@ class LLMUser(UserSimulator):
         ]
 
     def reply(self, agent_message: str) -> str:
+        """The user's answer; on InfrastructureError the history is as before the call."""
         if not self._history:
             raise RuntimeError("call start() before reply()")
+        mark = len(self._history)
         self._history.append({"role": "user", "content": agent_message})
-        answer = self._respond()
-        if self.strategy in ("verify", "reflection"):
-            for _ in range(self.max_attempts - 1):
-                if self._verified(answer):
-                    break
-                answer = (
-                    self._reflect(answer) if self.strategy == "reflection" else (self._respond())
-                )
+        try:
+            answer = self._answer()
+        except BaseException:
+            del self._history[mark:]  # no agent message left waiting for an answer
+            raise
         self._history.append({"role": "assistant", "content": answer})
         return answer
 
@@ -191,6 +223,21 @@ class LLMUser(UserSimulator):
         self._client_lock = threading.Lock()
 
     # -- calls -----------------------------------------------------------------------------------
+    def _answer(self) -> str:
+        answer = self._respond()
+        if self.strategy in ("verify", "reflection"):
+            for _ in range(self.max_attempts - 1):
+                if self._verified(answer):
+                    break
+                answer = self._reflect(answer) if self.strategy == "reflection" else self._respond()
+        if not answer.strip():
+            # An empty message would reach the agent as if the customer had said nothing.
+            raise InfrastructureError(
+                f"the {WHO} (model {self.model!r}) answered the agent with an empty message",
+                cause="user_simulator",
+            )
+        return answer
+
     def _respond(self) -> str:
         text = self._complete(self._history, with_device=True)
         if self.strategy == "react":
@@ -215,23 +262,32 @@ class LLMUser(UserSimulator):
 
     def _complete(self, messages: list[dict[str, Any]], with_device: bool = False) -> str:
         """One reply; with a device, the model may first call its tools (their turns are kept in
-        ``messages`` so later replies see what the device showed)."""
+        ``messages`` so later replies see what the device showed), for at most
+        ``max_device_rounds`` rounds, after which it must answer in words."""
         tools = self._device.schemas if with_device and self._device is not None else None
-        for _ in range(MAX_DEVICE_ROUNDS):
-            response = self._get_client().chat.completions.create(
-                model=self.model,
-                messages=messages,
-                temperature=self.temperature,
-                **({"tools": tools} if tools else {}),
-            )
-            self._count(response)
-            message = response.choices[0].message
-            if not (tools and message.tool_calls):
+        for _ in range(self.max_device_rounds if tools else 0):
+            message = self._call(messages, tools=tools).message
+            if not message.tool_calls:
                 return message.content or ""
             messages.append(message.model_dump(exclude_none=True))
             for call in message.tool_calls:
                 messages.append(self._use_device(call))
-        return ""
+        final = {"tools": tools, "tool_choice": "none"} if tools else {}
+        return self._call(messages, **final).message.content or ""
+
+    def _call(self, messages: list[dict[str, Any]], **options: Any) -> HelperReply:
+        reply = chat(
+            self._get_client(),
+            who=WHO,
+            cause="user_simulator",
+            model=self.model,
+            messages=messages,
+            temperature=self.temperature,
+            max_completion_tokens=self.max_tokens,
+            **options,
+        )
+        self._count(reply)
+        return reply
 
     def _use_device(self, call: Any) -> dict[str, Any]:
         assert self._device is not None
@@ -245,28 +301,18 @@ class LLMUser(UserSimulator):
             content = self._device.call(ToolCall(call.function.name, arguments)).content
         return {"role": "tool", "tool_call_id": call.id, "content": content}
 
-    def _count(self, response: Any) -> None:
+    def _count(self, reply: HelperReply) -> None:
         self.usage.calls += 1
-        if response.usage is not None:
-            prompt_tokens = response.usage.prompt_tokens or 0
-            completion_tokens = response.usage.completion_tokens or 0
-            self.usage.prompt_tokens += prompt_tokens
-            self.usage.completion_tokens += completion_tokens
-            self.usage.cost_usd += (
-                prompt_tokens * self.prices[0] + completion_tokens * self.prices[1]
-            ) / 1e6
+        self.usage.prompt_tokens += reply.prompt_tokens
+        self.usage.completion_tokens += reply.completion_tokens
+        self.usage.cost_usd += (
+            reply.prompt_tokens * self.prices[0] + reply.completion_tokens * self.prices[1]
+        ) / 1e6
 
     def _get_client(self) -> Any:
         with self._client_lock:
             if self._client is None:
-                from openai import OpenAI
-
-                if not self.api_key:
-                    raise EnvConfigError(
-                        "the llm user needs an API key: pass user_kwargs={'api_key': ...} or set "
-                        "TOOL_ENVS_USER_API_KEY / OPENAI_API_KEY (any string for a local server)"
-                    )
-                self._client = OpenAI(
+                self._client = make_client(
                     api_key=self.api_key,
                     base_url=self.base_url,
                     max_retries=self.max_retries,

@@ -1,0 +1,137 @@
+"""Asynchronous GRPO on tool_envs episodes with TRL's ``AsyncGRPOTrainer`` (GPU only).
+
+Generation and training overlap: a rollout worker (:class:`ToolEnvsRolloutWorker`) plays GRPO
+groups against a vLLM server while the trainer learns from the groups already played, and
+samples more than ``max_staleness`` policy versions old are dropped. TRL 1.16's trainer needs a
+GPU: it forces a FlashAttention-3 kernel and pushes weights to vLLM over NCCL. On a CPU, use
+``recipes/train_grpo.py`` in ``vllm_mode=server`` (per-episode async rollouts, synchronous
+training).
+
+Usage, one GPU for vLLM and one for training:
+
+    CUDA_VISIBLE_DEVICES=1 vllm serve Qwen/Qwen2.5-1.5B-Instruct --port 8000 \\
+        --logprobs-mode processed_logprobs --weight-transfer-config '{"backend":"nccl"}'
+    CUDA_VISIBLE_DEVICES=0 accelerate launch recipes/train_async_grpo.py \\
+        --config recipes/configs/calculator_qwen2.5_1.5b_async.yaml
+
+``--dry_run`` checks the config, the tasks, the envs, the chat template and that the worker's
+settings can be sent to its process, without a server (on a machine without a GPU, add
+``--use_cpu --bf16 false``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from trl import TrlParser
+
+from tool_envs.integrations.trl.recipes import TaskArguments
+
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # the async trainer is experimental in TRL
+
+from trl.experimental.async_grpo import AsyncGRPOConfig
+
+
+@dataclass
+class AsyncEnvArguments(TaskArguments):
+    """The model, which tasks to train on and how the rollout worker plays them.
+
+    (The model is named here: TRL's ``ModelConfig`` and ``AsyncGRPOConfig`` both define
+    ``--dtype``; the trainer's own ``dtype`` and ``model_init_kwargs`` apply.)
+    """
+
+    model_name_or_path: str = field(
+        default="Qwen/Qwen2.5-1.5B-Instruct", metadata={"help": "Hub id or local folder."}
+    )
+    max_tokens_per_turn: int = field(default=256, metadata={"help": "Cap on one assistant turn."})
+    max_turns: int | None = field(
+        default=None, metadata={"help": "Turns per episode (env default)."}
+    )
+    env_kwargs: str = field(default="{}", metadata={"help": 'JSON: {"env id": {kwarg: value}}.'})
+    template_kwargs: str = field(default="{}", metadata={"help": "JSON: extra template variables."})
+    max_inflight_groups: int = field(
+        default=8, metadata={"help": "GRPO groups the worker plays at once."}
+    )
+    step_timeout: float | None = field(
+        default=600.0,
+        metadata={"help": "Seconds an env step may take; past it the episode is void."},
+    )
+    dry_run: bool = field(
+        default=False, metadata={"help": "Validate config, tasks, envs, template; no training."}
+    )
+
+
+def build_worker(env_args: AsyncEnvArguments, args: AsyncGRPOConfig, tokenizer_name: str, rows):
+    from tool_envs.integrations.trl.async_worker import ToolEnvsRolloutWorker
+    from tool_envs.integrations.trl.recipes import parse_json_argument
+    from tool_envs.rollout import RolloutConfig, SamplingSettings
+
+    config = RolloutConfig(
+        max_completion_length=args.max_completion_length,
+        max_tokens_per_turn=env_args.max_tokens_per_turn,
+        max_turns=env_args.max_turns,
+        env_kwargs=parse_json_argument("env_kwargs", env_args.env_kwargs),
+        template_kwargs=parse_json_argument("template_kwargs", env_args.template_kwargs),
+        step_timeout=env_args.step_timeout,
+    )
+    sampling = SamplingSettings(
+        temperature=args.temperature,
+        top_p=args.top_p,
+        top_k=args.top_k or 0,
+        min_p=args.min_p or 0.0,
+        repetition_penalty=args.repetition_penalty,
+    )
+    return ToolEnvsRolloutWorker(
+        tasks=rows,
+        tokenizer=tokenizer_name,
+        vllm_server_url=args.vllm_server_base_url,
+        num_generations=args.num_generations,
+        sampling=sampling,
+        config=config,
+        max_staleness=args.max_staleness,
+        max_inflight_groups=env_args.max_inflight_groups,
+        queue_maxsize=args.queue_maxsize,
+        seed=args.seed,
+    )
+
+
+def main(env_args: AsyncEnvArguments, args: AsyncGRPOConfig) -> None:
+    import pickle
+
+    from transformers import AutoTokenizer
+
+    from tool_envs.integrations.trl import env_reward
+    from tool_envs.integrations.trl.recipes import check_setup, parse_json_argument, to_dataset
+
+    tokenizer = AutoTokenizer.from_pretrained(env_args.model_name_or_path)
+    rows = env_args.load()
+    env_kwargs = parse_json_argument("env_kwargs", env_args.env_kwargs)
+    template_kwargs = parse_json_argument("template_kwargs", env_args.template_kwargs)
+    for line in check_setup(tokenizer, rows, env_kwargs, template_kwargs):
+        print(line)
+    worker = build_worker(env_args, args, env_args.model_name_or_path, rows)
+    pickle.dumps(worker._loop_kwargs)  # what start() sends to the worker's process
+    if env_args.dry_run:
+        print(
+            f"dry run: {len(rows)} tasks, the setup and the rollout worker are valid; not training"
+        )
+        return
+
+    from trl.experimental.async_grpo import AsyncGRPOTrainer
+
+    trainer = AsyncGRPOTrainer(
+        model=env_args.model_name_or_path,
+        reward_funcs=[env_reward],
+        args=args,
+        train_dataset=to_dataset(rows),
+        processing_class=tokenizer,
+        rollout_worker=worker,
+    )
+    trainer.train()
+    trainer.save_model(args.output_dir)
+
+
+if __name__ == "__main__":
+    parser = TrlParser((AsyncEnvArguments, AsyncGRPOConfig))
+    main(*parser.parse_args_and_config())

@@ -1,0 +1,412 @@
+"""A rollout worker for TRL's ``AsyncGRPOTrainer`` that plays tool_envs episodes.
+
+``trl.experimental.async_grpo.AsyncGRPOTrainer(rollout_worker=...)`` takes any object with
+TRL's ``RolloutWorkerProtocol``: a ``rollout_buffer`` queue of scored ``RolloutSample`` s, a
+``metrics_queue``, ``start``, ``stop``, ``update_model_version`` and ``check_health``. This one
+plays GRPO groups of any tool_envs env (simulated users included) with the asynchronous engine
+against the trainer's vLLM server, several groups at once, and:
+
+* scores each episode with the env's reward (plus optional TRL-style reward functions) and
+  computes group advantages as TRL's own worker does: ``(r - mean) / (std + 1e-8)`` over the
+  group's scored episodes, population std;
+* leaves void episodes out (infrastructure failed; see :mod:`tool_envs.core.outcome`): no sample,
+  counted in ``rollout/void_rate``; the rest of the group is scored among itself;
+* tags every sample with the policy version its group started under, and drops a group that is
+  already more than ``max_staleness`` versions old when it finishes (``rollout/dropped_stale``);
+* runs in a spawned child process, as TRL's worker does, so env steps and tokenization never
+  hold the trainer's GIL (``in_process=True`` runs it in a thread instead, for debugging). What
+  the child needs is pickled when it starts: module-level reward functions and env wrappers,
+  never lambdas.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import multiprocessing as mp
+import pickle
+import queue
+import random
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from tool_envs.rollout.backends.base import SamplingSettings
+from tool_envs.rollout.engine import Rollout, RolloutConfig, RolloutVoidError
+
+RewardFunc = Callable[..., Sequence[float | None]]
+
+
+class ToolEnvsRolloutWorker:
+    """Plays tool_envs GRPO groups for ``AsyncGRPOTrainer`` (see the module docstring).
+
+    Args:
+        tasks: Task rows (a list, or a ``datasets.Dataset`` of rows); cycled through in an order
+            shuffled with ``seed``, each row played as one group.
+        tokenizer: The policy's tokenizer, or its name / path (loaded in the worker).
+        vllm_server_url: The trainer's vLLM server (``AsyncGRPOConfig.vllm_server_base_url``).
+        num_generations: Episodes per group (G).
+        sampling: Sampling settings (TRL's temperature, top_p, ...); stops default to EOS.
+        config: Budgets, env settings, timeouts (``max_completion_length`` caps the episode).
+        reward_funcs: Extra TRL-style reward functions ``f(completions, **columns)``, added to
+            the env reward with weight 1; the columns are those of ``rollouts_to_batch``.
+        max_staleness: Drop a finished group whose policy version is more than this behind.
+        max_inflight_groups: Groups played at once.
+        queue_maxsize: Bound of ``rollout_buffer`` (0: unbounded); a full buffer makes the
+            worker wait (back-pressure).
+        server_model: Model name to request; default: the one the server serves.
+        seed: Seeds the task order and each group's env state.
+        in_process: Run in a thread of this process instead of a spawned child.
+    """
+
+    def __init__(
+        self,
+        *,
+        tasks: Sequence[Mapping[str, Any]],
+        tokenizer: Any,
+        vllm_server_url: str,
+        num_generations: int = 8,
+        sampling: SamplingSettings | None = None,
+        config: RolloutConfig | None = None,
+        reward_funcs: Sequence[RewardFunc] = (),
+        max_staleness: int = 3,
+        max_inflight_groups: int = 4,
+        queue_maxsize: int = 0,
+        server_model: str | None = None,
+        seed: int = 0,
+        in_process: bool = False,
+    ):
+        if num_generations < 2:
+            raise ValueError(f"num_generations must be >= 2 (a group), got {num_generations}")
+        if max_staleness < 0 or max_inflight_groups < 1:
+            raise ValueError("max_staleness must be >= 0 and max_inflight_groups >= 1")
+        rows = [dict(row) for row in tasks]
+        if not rows:
+            raise ValueError("tasks is empty: the worker needs task rows to play")
+        self._loop_kwargs = {
+            "rows": rows,
+            "tokenizer": tokenizer,
+            "url": vllm_server_url,
+            "num_generations": num_generations,
+            "sampling": sampling or SamplingSettings(),
+            "config": config or RolloutConfig(),
+            "reward_funcs": list(reward_funcs),
+            "max_staleness": max_staleness,
+            "max_inflight_groups": max_inflight_groups,
+            "server_model": server_model,
+            "seed": seed,
+        }
+        self.in_process = in_process
+        if in_process:
+            self.rollout_buffer: Any = queue.Queue(maxsize=queue_maxsize)
+            self.metrics_queue: Any = queue.Queue(maxsize=4096)
+            self._shared = _Shared(
+                threading.Lock(),
+                [0],
+                [time.time()],
+                threading.Event(),
+                threading.Event(),
+                queue.Queue(1),
+            )
+        else:
+            context = mp.get_context("spawn")
+            self.rollout_buffer = context.Queue(maxsize=queue_maxsize)
+            self.metrics_queue = context.Queue(maxsize=4096)
+            self._shared = _Shared(
+                None,
+                context.Value("i", 0),
+                context.Value("d", time.time()),
+                context.Event(),
+                context.Event(),
+                context.Queue(1),
+            )
+        self._runner: threading.Thread | mp.process.BaseProcess | None = None
+
+    # ------------------------------------------------------------------ RolloutWorkerProtocol
+
+    @property
+    def model_version(self) -> int:
+        return self._shared.version
+
+    def update_model_version(self, model_version: int) -> None:
+        """The trainer's policy version after a weight sync; new groups are tagged with it."""
+        self._shared.version = model_version
+
+    def start(self) -> None:
+        """Begin playing groups (called by the trainer after its first weight sync)."""
+        if self._runner is not None:
+            return
+        self._shared.heartbeat = time.time()
+        args = (self._loop_kwargs, self.rollout_buffer, self.metrics_queue, self._shared)
+        if self.in_process:
+            self._runner = threading.Thread(target=_run, args=args, name="tool-envs-rollouts")
+        else:
+            try:
+                pickle.dumps(self._loop_kwargs)
+            except (pickle.PicklingError, AttributeError, TypeError) as exc:
+                raise TypeError(
+                    "ToolEnvsRolloutWorker sends its tasks, tokenizer, reward_funcs and "
+                    "RolloutConfig (env_wrappers included) to a spawned process, so they must be "
+                    "picklable: use module-level functions and classes, not lambdas or closures "
+                    f"({exc})"
+                ) from exc
+            self._runner = mp.get_context("spawn").Process(
+                target=_run, args=args, name="tool-envs-rollouts", daemon=True
+            )
+        self._runner.start()
+
+    def check_health(self, stale_after_s: float) -> None:
+        """Raise if the worker failed, or finished no group for ``stale_after_s`` seconds."""
+        if self._shared.failed.is_set():
+            try:
+                detail = self._shared.errors.get_nowait()
+            except queue.Empty:
+                detail = "no traceback was passed on"
+            raise RuntimeError(f"the tool_envs rollout worker failed:\n{detail}")
+        age = time.time() - self._shared.heartbeat
+        if age > stale_after_s:
+            raise RuntimeError(
+                f"the tool_envs rollout worker finished no group for {age:.0f} s (more than "
+                f"{stale_after_s:.0f} s): is the vLLM server up, or an env stuck?"
+            )
+
+    def stop(self) -> None:
+        """Stop playing and wait for the worker (groups in flight are abandoned)."""
+        if self._runner is None:
+            return
+        self._shared.stop.set()
+        self._runner.join(timeout=60)
+        if isinstance(self._runner, mp.process.BaseProcess) and self._runner.is_alive():
+            self._runner.terminate()
+            self._runner.join(timeout=5)
+        self._runner = None
+
+
+class _Shared:
+    """State shared with the runner: version, heartbeat, stop / failed flags, the error."""
+
+    def __init__(
+        self, lock: Any, version: Any, heartbeat: Any, stop: Any, failed: Any, errors: Any
+    ):
+        self._lock = lock  # thread mode; multiprocessing Values carry their own
+        self._version = version
+        self._heartbeat = heartbeat
+        self.stop = stop
+        self.failed = failed
+        self.errors = errors
+
+    def _get(self, box: Any) -> Any:
+        return box[0] if isinstance(box, list) else box.value
+
+    def _set(self, box: Any, value: Any) -> None:
+        if isinstance(box, list):
+            with self._lock:
+                box[0] = value
+        else:
+            with box.get_lock():
+                box.value = value
+
+    @property
+    def version(self) -> int:
+        return int(self._get(self._version))
+
+    @version.setter
+    def version(self, value: int) -> None:
+        self._set(self._version, int(value))
+
+    @property
+    def heartbeat(self) -> float:
+        return float(self._get(self._heartbeat))
+
+    @heartbeat.setter
+    def heartbeat(self, value: float) -> None:
+        self._set(self._heartbeat, float(value))
+
+
+# --------------------------------------------------------------------------- the runner
+
+
+def _run(kwargs: dict[str, Any], buffer: Any, metrics: Any, shared: _Shared) -> None:
+    """Entry point of the runner (thread or spawned process): play groups until stopped."""
+    try:
+        asyncio.run(_GroupLoop(kwargs, buffer, metrics, shared).main())
+    except BaseException:
+        shared.failed.set()
+        with contextlib.suppress(queue.Full):
+            shared.errors.put_nowait(traceback.format_exc())
+        raise
+
+
+class _GroupLoop:
+    def __init__(self, kwargs: dict[str, Any], buffer: Any, metrics: Any, shared: _Shared):
+        from tool_envs.rollout.async_engine import AsyncRolloutEngine
+        from tool_envs.rollout.backends.vllm import VLLMServerBackend
+
+        tokenizer = kwargs["tokenizer"]
+        if isinstance(tokenizer, str):
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(tokenizer)
+        self.kwargs = kwargs
+        self.buffer = buffer
+        self.metrics = metrics
+        self.shared = shared
+        self.error: Exception | None = None
+        self.backend = VLLMServerBackend(kwargs["url"], model=kwargs["server_model"])
+        self.engine = AsyncRolloutEngine(
+            tokenizer, self.backend, kwargs["sampling"], kwargs["config"]
+        )
+
+    async def main(self) -> None:
+        rows, seed = self.kwargs["rows"], self.kwargs["seed"]
+        order = random.Random(seed)
+        slots = asyncio.Semaphore(self.kwargs["max_inflight_groups"])
+        running: set[asyncio.Task] = set()
+        try:
+            for group_id in itertools.count():
+                if group_id % len(rows) == 0:
+                    indices = list(range(len(rows)))
+                    order.shuffle(indices)
+                while not await self._free_slot(slots):
+                    if self.shared.stop.is_set():
+                        return
+                row = rows[indices[group_id % len(rows)]]
+                task = asyncio.create_task(self._group(row, group_id, slots))
+                running.add(task)
+                task.add_done_callback(running.discard)
+        finally:
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+            self.engine.close()
+            self.backend.close()
+
+    async def _free_slot(self, slots: asyncio.Semaphore) -> bool:
+        """Wait up to half a second for a free group slot; a failed group's error is raised."""
+        if self.error is not None:
+            raise self.error
+        if self.shared.stop.is_set():
+            return False
+        try:
+            await asyncio.wait_for(slots.acquire(), timeout=0.5)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    async def _group(self, row: dict[str, Any], group_id: int, slots: asyncio.Semaphore) -> None:
+        try:
+            version = self.shared.version
+            size = self.kwargs["num_generations"]
+            group_seed = (self.kwargs["seed"] * 1_000_003 + group_id) % 2**31
+            try:
+                rollouts = await self.engine.arun([row] * size, seeds=[group_seed] * size)
+            except RolloutVoidError as exc:  # a mostly void group: nothing to learn, but counted
+                rollouts = exc.rollouts
+            samples, values = group_samples(
+                rollouts, version, group_id, self.kwargs["reward_funcs"]
+            )
+            staleness = self.shared.version - version
+            if staleness > self.kwargs["max_staleness"]:
+                values["rollout/dropped_stale"] = float(len(samples))
+                samples = []
+            for sample in samples:
+                sample.enqueued_at = time.time()
+                await asyncio.to_thread(self._put, sample)
+            with contextlib.suppress(queue.Full):
+                self.metrics.put_nowait(values)
+            self.shared.heartbeat = time.time()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # ends the worker; check_health reports it to the trainer
+            self.error = exc
+        finally:
+            slots.release()
+
+    def _put(self, sample: Any) -> None:
+        """Block while the trainer's buffer is full, but give up when stopped."""
+        while not self.shared.stop.is_set():
+            try:
+                self.buffer.put(sample, timeout=1.0)
+                return
+            except queue.Full:
+                continue
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def group_samples(
+    rollouts: list[Rollout],
+    model_version: int,
+    group_id: int,
+    reward_funcs: Sequence[RewardFunc] = (),
+) -> tuple[list[Any], dict[str, float]]:
+    """TRL ``RolloutSample`` s for one finished group, and the group's metrics.
+
+    Void episodes give no sample. The others are scored (env reward plus ``reward_funcs``) and
+    get TRL's group advantage over the scored ones. The sample's ``completion_mask`` is the
+    episode's ``env_mask`` (env tokens are context), its ``old_log_probs`` the sampler's.
+    """
+    import numpy as np
+    from trl.experimental.async_grpo.async_rollout_worker import RolloutSample
+
+    from tool_envs.integrations.trl.rollout_func import (
+        episode_metrics,
+        episode_summary,
+        rollouts_to_batch,
+    )
+
+    kept = [r for r in rollouts if not r.void]
+    values = {
+        **episode_metrics([episode_summary(r) for r in rollouts]),
+        "rollout/void_rate": (len(rollouts) - len(kept)) / max(len(rollouts), 1),
+    }
+    if not kept:
+        return [], values
+    rewards = np.array([r.reward for r in kept], dtype=float)
+    if reward_funcs:
+        batch = rollouts_to_batch(kept)
+        completions = [r.messages[len(r.messages) - _completion_length(r) :] for r in kept]
+        for func in reward_funcs:
+            scores = func(completions=completions, **batch)
+            rewards += np.array([np.nan if s is None else float(s) for s in scores])
+    scored = ~np.isnan(rewards)
+    advantages = np.zeros_like(rewards)
+    if scored.any():
+        chosen = rewards[scored]
+        advantages[scored] = (chosen - chosen.mean()) / (chosen.std() + 1e-8)
+        values["rollout/reward_std"] = float(chosen.std())
+    samples = []
+    for rollout, advantage, reward in zip(kept, advantages, rewards, strict=True):
+        prompt_length = len(rollout.messages) - _completion_length(rollout)
+        policy_logprobs = rollout.logprobs or [0.0] * len(rollout.completion_ids)
+        samples.append(
+            RolloutSample(
+                prompt=rollout.messages[:prompt_length],
+                completion=rollout.messages[prompt_length:],
+                input_ids=np.asarray(rollout.prompt_ids + rollout.completion_ids, dtype=np.int64),
+                completion_mask=np.asarray(
+                    [0] * len(rollout.prompt_ids) + rollout.env_mask, dtype=np.int64
+                ),
+                old_log_probs=np.asarray(
+                    [0.0] * len(rollout.prompt_ids) + policy_logprobs, dtype=np.float32
+                ),
+                advantage=float(advantage),
+                model_version=model_version,
+                group_id=group_id,
+                metrics={"reward": float(reward), "env_reward": rollout.reward},
+            )
+        )
+    return samples, values
+
+
+def _completion_length(rollout: Rollout) -> int:
+    """Messages after the task's prompt: every assistant turn and what the env answered."""
+    first_assistant = next(
+        (i for i, m in enumerate(rollout.messages) if m.get("role") == "assistant"),
+        len(rollout.messages),
+    )
+    return len(rollout.messages) - first_assistant
