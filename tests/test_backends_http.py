@@ -11,6 +11,7 @@ unit-tested here with objects shaped like vLLM's ``RequestOutput`` / ``Completio
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import socket
@@ -271,6 +272,24 @@ class TestServerBackendOverTheRealServer:
         out = server_backend.generate([[1, 2]], [2], SamplingSettings())
         assert 0 < len(out[0].token_ids) <= 2
         assert len(proxy.requests) == 3  # two failures, then the server's answer
+
+    def test_a_connection_closed_without_an_answer_is_sent_again(self, proxy: FaultProxy) -> None:
+        async def one(backend: VLLMServerBackend):
+            try:
+                return await backend.agenerate([1, 2], 2, SamplingSettings())
+            finally:
+                await backend.aclose()
+
+        with VLLMServerBackend(proxy.url, max_retries=1, retry_backoff=0.01) as backend:
+            proxy.reset()
+            proxy.faults.append("disconnect")
+            assert backend.generate([[1, 2]], [2], SamplingSettings())[0].token_ids
+            proxy.faults.append("disconnect")
+            assert asyncio.run(one(backend)).token_ids
+            assert len(proxy.requests) == 4
+            proxy.faults.extend(["disconnect", "disconnect"])
+            with pytest.raises(GenerationServerError, match="Server disconnected"):
+                backend.generate([[1]], [2], SamplingSettings())
 
     def test_gives_up_after_max_retries(self, proxy: FaultProxy) -> None:
         with VLLMServerBackend(proxy.url, max_retries=1, retry_backoff=0.01) as backend:

@@ -132,7 +132,9 @@ class FaultProxy:
     Each request is forwarded unchanged unless a queued fault applies to it: ``"500"`` /
     ``"503"`` (answered with that status, not forwarded), ``"malformed"`` (a 200 whose body is
     not JSON), ``"no_ids"`` (the server's answer with every choice's ids and logprob tokens
-    removed), ``"hang"`` (nothing for ``hang_seconds``, then forwarded: a frozen server).
+    removed), ``"hang"`` (nothing for ``hang_seconds``, then forwarded: a frozen server),
+    ``"disconnect"`` (the connection closed without an answer, as a server does to a kept-alive
+    connection it has just timed out).
     ``logprobs_mode`` rewrites the mode ``GET /server_info`` reports, or answers 404
     when it is ``"absent"`` (a server not in dev mode). ``requests`` records each POST body and
     ``response_bytes`` each answer's size.
@@ -184,6 +186,9 @@ class FaultProxy:
             import time
 
             time.sleep(self.hang_seconds)
+        if fault == "disconnect":
+            handler.close_connection = True
+            return
         if info and self.logprobs_mode == "absent":
             status, body = 404, b'{"detail": "Not Found"}'
         elif fault in ("500", "503"):

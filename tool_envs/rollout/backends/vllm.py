@@ -365,8 +365,10 @@ class VLLMServerBackend:
     and sent concurrently; with a seed each prompt is its own request, seeded ``seed + index``.
 
     Retries: connection failures are retried by the httpx transport (``retries``); HTTP 429 and
-    5xx are retried here up to ``max_retries`` times, waiting ``retry_backoff * 2**attempt``
-    seconds. Timeouts are not retried (the server may still be generating).
+    5xx, and a server that closes the connection without answering (a kept-alive connection it
+    had just timed out), are retried here up to ``max_retries`` times, waiting
+    ``retry_backoff * 2**attempt`` seconds. Timeouts are not retried (the server may still be
+    generating).
 
     Attributes:
         model: The served model name requests carry.
@@ -553,6 +555,11 @@ class VLLMServerBackend:
         for attempt in range(self.max_retries + 1):
             try:
                 response = self._client.post(self.url, json=body, headers=self._headers)
+            except httpx.RemoteProtocolError as exc:
+                if attempt == self.max_retries:
+                    raise self._no_response(exc) from exc
+                time.sleep(self.retry_backoff * 2**attempt)
+                continue  # a kept-alive connection the server had just closed: send again
             except httpx.TransportError as exc:
                 raise self._no_response(exc) from exc
             if response.status_code not in _RETRY_STATUSES or attempt == self.max_retries:
@@ -617,6 +624,11 @@ class VLLMServerBackend:
         for attempt in range(self.max_retries + 1):
             try:
                 response = await client.post(self.url, json=body, headers=self._headers)
+            except httpx.RemoteProtocolError as exc:
+                if attempt == self.max_retries:
+                    raise self._no_response(exc) from exc
+                await asyncio.sleep(self.retry_backoff * 2**attempt)
+                continue  # a kept-alive connection the server had just closed: send again
             except httpx.TransportError as exc:
                 raise self._no_response(exc) from exc
             if response.status_code not in _RETRY_STATUSES or attempt == self.max_retries:
