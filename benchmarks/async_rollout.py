@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 
@@ -79,8 +79,11 @@ DIMS = {"hidden_size": 64, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1}
 class InjectedLatency(gym.Wrapper):
     """Delays each step as a tool (50 ms), an API (0.5 s) or an LLM user (2-4 s) would.
 
-    The delay is drawn from a hash of the task and the turn, so both engines wait the same.
+    The delay is drawn from a hash of the task and the turn, so both engines wait the same;
+    ``waited`` sums each task's delays (the longest episode's env time is the max).
     """
+
+    waited: ClassVar[dict[str, float]] = {}
 
     def step(self, action: Any) -> Any:
         task = self.env.unwrapped.task["extra_info"].get("id", "")
@@ -93,6 +96,7 @@ class InjectedLatency(gym.Wrapper):
         else:
             delay = 2.0 + 2.0 * (draw - 0.9) / 0.1
         time.sleep(delay)
+        self.waited[task] = self.waited.get(task, 0.0) + delay
         return super().step(action)
 
 
@@ -155,6 +159,7 @@ def play(kind: str, tokenizer: Any, url: str, rows: list[dict], config: RolloutC
         "turns": sum(r.turns for r in rollouts),
         "void": sum(r.void for r in rollouts),
         "finishes": dict(Counter(r.finish for r in rollouts)),
+        "void_reasons": sorted({str(r.reward_info["reason"])[:200] for r in rollouts if r.void}),
         "policy_tokens": sum(sum(r.env_mask) for r in rollouts),
     }
 
@@ -181,7 +186,8 @@ def run_workloads(args: argparse.Namespace, folder: Path, server_url: str, searc
             "provider_kwargs": {"api_key": TAVILY_KEY, "base_url": search_url},
         },
     }
-    calculator = tasks_of("tool_envs/Calculator-v0", 32 if args.quick else 256, offset=200)
+    # Enough episodes that generation alone takes several times the longest episode's env time.
+    calculator = tasks_of("tool_envs/Calculator-v0", 32 if args.quick else 768, offset=200)
     arms = {
         "mixed": (mixed_rows, RolloutConfig(**base, env_kwargs=mixed_kwargs)),
         "latency": (calculator, RolloutConfig(**base, env_wrappers=(InjectedLatency,))),
@@ -193,6 +199,10 @@ def run_workloads(args: argparse.Namespace, folder: Path, server_url: str, searc
             "lockstep": play("lockstep", tokenizer, server_url, rows, config),
             "async": play("async", tokenizer, server_url, rows, config),
         }
+        if name == "latency":
+            longest = max(InjectedLatency.waited.values())
+            results[name]["async"]["longest_episode_env_seconds"] = longest
+            InjectedLatency.waited.clear()
         if name == "mixed":
             old = RolloutConfig(**{**base, "env_workers": 8}, env_kwargs=mixed_kwargs)
             results[name]["lockstep, 8 env threads"] = play(
@@ -230,6 +240,12 @@ def print_table(results: dict[str, dict[str, dict]]) -> list[dict]:
     for row in rows:
         print(" | ".join(str(row[h]).ljust(w) for h, w in zip(headers, widths, strict=True)))
     latency = results["latency"]["async"]["episodes_per_s"] / bound
+    generation_only = results["instant"]["async"]["seconds"]
+    longest = results["latency"]["async"]["longest_episode_env_seconds"]
+    print(
+        f"\ngeneration-only time {generation_only:.1f} s = "
+        f"{generation_only / longest:.1f}x the longest episode's env time ({longest:.1f} s)"
+    )
     checks = [
         ("mixed: async / lockstep", _ratio(results["mixed"]), GOALS["mixed"]),
         ("latency: async / generation-only bound", latency, GOALS["latency"]),

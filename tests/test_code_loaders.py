@@ -456,7 +456,9 @@ def test_humaneval_and_mbpp_row_contents():
     assert long_words["hidden"] == MBPP[1]["test_list"] + MBPP[1]["challenge_test_list"]
     circle = load_code_tasks(MBPP_SANITIZED)[0]
     assert circle["reward_spec"]["tests"]["entry_point"] == "circle_area"  # not math.isclose
-    assert circle["reward_spec"]["tests"]["setup"] == "import math"
+    # The test imports run before the solution, in its namespace, as MBPP's harness runs them.
+    assert circle["reward_spec"]["tests"]["prelude"] == "import math"
+    assert circle["reward_spec"]["tests"]["setup"] == ""
     assert circle["prompt"][1]["content"].startswith(MBPP_SANITIZED[0]["prompt"])
 
 
@@ -556,6 +558,7 @@ def _changed(rows: list[dict[str, Any]], **changes: Any) -> list[dict[str, Any]]
 
 _NO_OUTPUTS = json.dumps({"inputs": ["1"], "outputs": []})
 _BARE_ARG = json.dumps({"fn_name": "f", "inputs": [5], "outputs": [5]})
+_BAD_FN = json.dumps({"fn_name": "f(x)", "inputs": [[5]], "outputs": [5]})
 _STDIN_CASE = json.dumps([{"input": "1", "output": "1", "testtype": "stdin"}])
 _MIXED = ["assert clamp(1, 0, 2) == 1", {"input": "", "output": "1"}]
 LCB = LIVECODEBENCH
@@ -569,11 +572,13 @@ BAD_ROWS = [
     ("apps", APPS, {"input_output": _NO_OUTPUTS}, "input_output", "same length"),
     ("apps", APPS, {"input_output": _BARE_ARG}, "input_output", "list of arguments"),
     ("apps", APPS, {"solutions": "[unterminated"}, "solutions", "not valid JSON"),
+    ("apps", APPS, {"input_output": _BAD_FN}, "input_output", "not a Python identifier"),
     ("code_contests", CODE_CONTESTS, {"public_tests": {"input": ["1"]}}, "public_tests", "same"),
     ("code_contests", CODE_CONTESTS, {"description": ...}, "description", "missing"),
     ("livecodebench", LCB, {"public_test_cases": '[{"input": 1}]'}, "public_test_cases", "a list"),
     ("livecodebench", LCB, {"private_test_cases": "%%%"}, "private_test_cases", "neither JSON"),
     ("livecodebench", LCB, {"metadata": "[1]"}, "metadata", "JSON object"),
+    ("livecodebench", LCB, {"metadata": '{"func_name": "a-b"}'}, "metadata", "not a Python"),
     ("livecodebench", LCB, {"public_test_cases": _STDIN_CASE}, "public_test_cases", "mixes stdin"),
     ("seed", SEED, {"tests": _MIXED}, "tests", "all assert strings"),
     ("seed", SEED, {"tests": ["assert True"], "metadata": {}}, "tests", "give an entry_point"),
@@ -666,3 +671,104 @@ def test_humaneval_prompt_appears_once_and_gz_files_load(tmp_path):
     for raw, row in zip([*HUMANEVAL, HUMANEVAL_WITH_HELPER], rows, strict=True):
         assert row["prompt"][1]["content"].count(raw["prompt"].strip()) == 1
         assert row["reward_spec"]["tests"]["prelude"] == raw["prompt"]
+
+
+# -- every loader: correct solutions pass whatever their form (issue 18) -----------------------
+
+# Correct solutions in forms the official harnesses accept but that differ from the reference:
+# (fixture, task id) -> {form: solution}. Each one also runs the visible tests.
+OTHER_FORMS: dict[tuple[str, str], dict[str, str]] = {
+    # MBPP's harness runs test_imports, solution and tests as one program.
+    ("mbpp_sanitized", "903"): {
+        "math-from-test-imports": "def circle_area(r):\n    return math.pi * r ** 2\n",
+    },
+    ("mbpp", "901"): {
+        "loop": "def second_smallest(xs):\n    s = sorted(set(xs))\n"
+        "    for x in s[1:2]:\n        return x\n",
+    },
+    # APPS calls Solution().fn if the solution defines class Solution, else the function.
+    ("apps", "4002"): {
+        "class-solution": "class Solution:\n    def reverse_digits(self, n):\n"
+        "        return [int(d) for d in reversed(str(n))]\n",
+        "tuple-result": "def reverse_digits(n):\n    return tuple(int(d) for d in str(n)[::-1])\n",
+    },
+    ("apps", "4003"): {
+        "top-level-function": "def maxGap(nums):\n    s = sorted(nums)\n"
+        "    return max([b - a for a, b in zip(s, s[1:])] or [0])\n",
+        # The starter's signature and deque with no imports: the harness imports both.
+        "starter-signature-without-imports": "class Solution:\n"
+        "    def maxGap(self, nums: List[int]) -> int:\n"
+        "        s = deque(sorted(nums))\n"
+        "        return max((b - a for a, b in zip(s, list(s)[1:])), default=0)\n",
+    },
+    ("apps", "4001"): {
+        "read-all-stdin": "import sys\ndata = sys.stdin.read().split()\n"
+        "print(sum(map(int, data[1:])), end='  \\n\\n')\n",
+    },
+    ("code_contests", "demo_a_products"): {
+        "read-all-stdin": "import sys\nnums = list(map(int, sys.stdin.read().split()))\n"
+        "print('\\n'.join(str(a * b) for a, b in zip(nums[1::2], nums[2::2])))\n",
+    },
+    ("code_contests", "demo_c_reverse"): {
+        "sys-stdin-readline": "import sys\n"
+        "sys.stdout.write(sys.stdin.readline().rstrip('\\n')[::-1])\n",
+    },
+    ("livecodebench", "demo-abc001"): {
+        "main-function": "def main():\n    n, *xs = map(int, open(0).read().split())\n"
+        "    print(len([x for x in xs if x % 2 == 0]))\n\nmain()\n",
+    },
+    # LiveCodeBench's harness, like APPS's, takes either form and runs its imports first.
+    ("livecodebench", "demo-9001"): {
+        "top-level-function": "def rotateLeft(nums, k):\n    k %= len(nums)\n"
+        "    return nums[k:] + nums[:k]\n",
+        "starter-signature-without-imports": "class Solution:\n"
+        "    def rotateLeft(self, nums: List[int], k: int) -> List[int]:\n"
+        "        d = deque(nums)\n        d.rotate(-k)\n        return list(d)\n",
+    },
+    ("seed", "seed-1"): {
+        "lambda": "clamp = lambda x, lo, hi: sorted((lo, x, hi))[1]\n",
+    },
+    ("seed_stdio", "seed-io-1"): {
+        "split-and-compare": "a, b = input().split()\nprint(a if int(a) > int(b) else b)\n",
+    },
+}
+
+
+def test_other_forms_cover_every_loader():
+    assert {fixture for fixture, _ in OTHER_FORMS} | {"humaneval"} == set(FIXTURES)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "task_id", "form"),
+    [
+        (fixture, task_id, form)
+        for (fixture, task_id), forms in OTHER_FORMS.items()
+        for form in forms
+    ],
+)
+def test_correct_solutions_pass_whatever_their_form(fixture, task_id, form, sandbox):
+    fmt, raw = FIXTURES[fixture]
+    rows = {row["extra_info"]["id"]: row for row in load_code_tasks(raw, format=fmt)}
+    suite = parse_reward_spec(rows[task_id]["reward_spec"]).tests
+    solution = OTHER_FORMS[fixture, task_id][form]
+    for tests in (suite.graded, suite.visible):
+        report = run_tests(sandbox, solution, suite, tests, time_limit_s=3.0)
+        assert report.all_passed, (task_id, form, report)
+
+
+def test_call_based_forms_still_fail_when_wrong(sandbox):
+    """The form shims bind only what the solution defines: a wrong answer in either form fails."""
+    rows = {row["extra_info"]["id"]: row for row in load_code_tasks(APPS)}
+    rows.update((row["extra_info"]["id"], row) for row in load_code_tasks(LIVECODEBENCH))
+    wrong = {
+        "4002": "def reverse_digits(n):\n    return [int(d) for d in str(n)]\n",
+        "4003": "class Solution:\n"
+        "    def maxGap(self, nums: List[int]) -> int:\n        return 1\n",
+        "demo-9001": "def rotateLeft(nums, k):\n    return nums\n",
+        # A class without the method: the harnesses fail it, and so does this.
+        "demo-9001-other-method": "class Solution:\n    def rotate(self, nums, k):\n"
+        "        return nums[k:] + nums[:k]\n",
+    }
+    for key, solution in wrong.items():
+        suite = parse_reward_spec(rows[key.removesuffix("-other-method")]["reward_spec"]).tests
+        assert not run_tests(sandbox, solution, suite, suite.graded).all_passed, key

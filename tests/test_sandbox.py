@@ -395,3 +395,11 @@ def test_every_level_reports_what_model_code_can_reach() -> None:
     report = detect_isolation()
     assert report.guarantees in doctor(run_check=False)
     assert report.as_info()["isolation_guarantees"] == report.guarantees
+
+
+def test_programs_run_with_plain_python_semantics_not_the_workers_future_imports(
+    sandbox: Sandbox,
+) -> None:
+    """Annotations are evaluated as under plain `python`: an undefined name in one is an error."""
+    result = sandbox.run("def f(x: UndefinedName) -> int:\n    return 1\nprint(f(2))")
+    assert not result.ok and "NameError" in result.stderr

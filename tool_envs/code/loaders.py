@@ -5,7 +5,9 @@ Formats (``format=`` of :func:`load_code_tasks`; auto-detection looks for the st
 - ``humaneval`` (openai_humaneval): task_id*, prompt*, canonical_solution*, test*, entry_point*.
   The prompt is statement and starter code; the hidden test is ``test`` + ``check(entry_point)``.
 - ``mbpp`` (mbpp "full"/"sanitized"): task_id*, text (or prompt), code*, test_list*,
-  test_setup_code, challenge_test_list, test_imports. The function is the one the first test calls.
+  test_setup_code, challenge_test_list, test_imports. The function is the one the first test calls;
+  ``test_imports`` run before the solution, in its namespace (the official harness runs imports,
+  solution and tests as one program), and ``test_setup_code`` before each test.
 - ``apps`` (codeparrot/apps): problem_id*, question*, input_output*, solutions, starter_code,
   difficulty, url. ``input_output`` with ``fn_name`` makes call-based (assert) tests.
 - ``code_contests`` (deepmind/code_contests): name*, description*, public_tests*, private_tests*,
@@ -18,9 +20,11 @@ Formats (``format=`` of :func:`load_code_tasks`; auto-detection looks for the st
 Visible tests are the public ones (the first test where a benchmark has no public split); hidden
 tests are all of them (public + private + generated), at most ``max_tests``. Call-based problems
 (APPS ``fn_name``, LiveCodeBench ``functional``) become asserts calling the function, or
-``Solution().<name>`` when the starter code defines ``class Solution``. Problems with no tests are
-skipped and reported in one :class:`SkippedTasksWarning` per call; any other malformed row raises
-`TaskRowError` naming the row and field.
+``Solution().<name>`` when the starter code defines ``class Solution``; either way a solution may
+answer in either form (a ``Solution`` method or a top-level function), and the imports the
+benchmark's own harness runs first (``typing.List`` and friends) run before it, as there.
+Problems with no tests are skipped and reported in one :class:`SkippedTasksWarning` per call; any
+other malformed row raises `TaskRowError` naming the row and field.
 
 Compressed LiveCodeBench tests are base64 + zlib around a pickled JSON string. Pickles are never
 loaded: the opcodes are read with ``pickletools`` and only a pickle that is one plain string is
@@ -79,13 +83,61 @@ _MISSING = object()
 # The opcodes of a pickle that holds one str and nothing else (no object is ever built).
 _PICKLE_FRAMING = {"PROTO", "FRAME", "MEMOIZE", "BINPUT", "LONG_BINPUT", "STOP"}
 _PICKLE_STRINGS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8"}
-# APPS stores tuples as lists and many return values wrapped in a one-element list.
+# APPS stores tuples as lists and many return values wrapped in a one-element list; its harness
+# also accepts a list of tuples where the expected value (unwrapped) is a list of lists.
 _APPS_SETUP = (
     "def _same(got, expected):\n"
     "    got = list(got) if isinstance(got, tuple) else got\n"
-    "    return got == expected or (isinstance(expected, list) and len(expected) == 1\n"
-    "                               and got == expected[0])\n"
+    "    gots = [got]\n"
+    "    if isinstance(got, list) and got and isinstance(got[0], tuple):\n"
+    "        gots.append([list(item) for item in got])\n"
+    "    wanted = [expected, *(expected[:1] if isinstance(expected, list) else [])]\n"
+    "    return any(g == w for g in gots for w in wanted)\n"
 )
+# What the official harnesses run before a call-based solution, so a correct solution that uses
+# these names without importing them passes here as it does there. APPS (hendrycks/apps,
+# eval/testing_util.py) prepends these imports (and numpy as np, left out here: not every sandbox
+# has it, and importing it would slow every judgement); LiveCodeBench (lcb_runner
+# testing_util.py) star-imports these modules, then builtins (so math's pow does not shadow
+# the builtin), then typing, and raises the recursion limit.
+_APPS_PRELUDE = (
+    "import sys, time, itertools, collections, math, fractions, random, heapq\n"
+    "from itertools import accumulate, product, permutations, combinations\n"
+    "from collections import Counter, OrderedDict, deque, defaultdict, ChainMap\n"
+    "from functools import lru_cache\n"
+    "from math import sqrt, sin, cos, tan, ceil, fabs, floor, gcd, exp, log, log2\n"
+    "from typing import List, Tuple\n"
+    "from heapq import *\n"
+)
+_LCB_MODULES = (
+    *("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random"),
+    *("statistics", "itertools", "functools", "operator", "io", "sys", "json"),
+)
+_LCB_PRELUDE = (
+    "".join(f"from {module} import *\n" for module in _LCB_MODULES)
+    + "from builtins import *\nfrom typing import *\n"
+    + f"import {', '.join(_LCB_MODULES)}\n"
+    + "sys.setrecursionlimit(50000)\n"
+)
+
+
+def _entry_shim(fn: str) -> str:
+    """Setup that lets a call-based test call ``fn`` in either form, as the official harnesses do.
+
+    APPS and LiveCodeBench call ``Solution().fn`` when the solution defines ``class Solution``
+    and the top-level function otherwise, whatever the starter code looks like. The tests call
+    the starter's form; this binds the other: a top-level ``fn`` becomes the method of a stand-in
+    ``Solution``, and a ``Solution`` method becomes the name ``fn`` (the class wins when both
+    exist, as there). It runs in each test's copy of the namespace, so the solution is untouched.
+    """
+    return (
+        f"_entry_class, _entry_function = globals().get('Solution'), globals().get({fn!r})\n"
+        f"if isinstance(_entry_class, type) and hasattr(_entry_class, {fn!r}):\n"
+        f"    {fn} = getattr(_entry_class(), {fn!r})\n"
+        "elif callable(_entry_function):\n"
+        "    class Solution:\n"
+        f"        {fn} = staticmethod(_entry_function)\n"
+    )
 
 
 class SkippedTasksWarning(UserWarning):
@@ -420,11 +472,15 @@ def _mbpp(raw: Mapping[str, Any], opts: ConvertOptions) -> dict[str, Any] | None
     tests, code = _str_list(raw, "test_list"), _get(raw, "code")
     if not tests:
         return None
-    setup = [*_str_list(raw, "test_imports", []), _get(raw, "test_setup_code", str, "")]
+    # The official harness runs the test imports, the solution and the tests as one program, so
+    # a solution may use what test_imports imports: they run first, in the solution's namespace.
+    imports = "\n".join(line for line in _str_list(raw, "test_imports", []) if line.strip())
+    setup = _get(raw, "test_setup_code", str, "")
     hidden = tests + _str_list(raw, "challenge_test_list", [])
     entry = _called_function(tests[0], "test_list", code)
-    setup_code = "\n".join(part for part in setup if part.strip())
-    suite = _suite("assert", tests[:1], hidden, opts, entry_point=entry, setup=setup_code)
+    suite = _suite(
+        "assert", tests[:1], hidden, opts, entry_point=entry, setup=setup, prelude=imports
+    )
     return _row(opts, "mbpp", _get(raw, "task_id", (str, int)), statement, suite, "", code)
 
 
@@ -440,9 +496,14 @@ def _apps(raw: Mapping[str, Any], opts: ConvertOptions) -> dict[str, Any] | None
     if not pairs:
         return None
     if fn := io.get("fn_name"):
+        if not isinstance(fn, str) or not fn.isidentifier():
+            raise _Bad("input_output", f"fn_name {fn!r} is not a Python identifier")
         method, compare = "class Solution" in starter, "assert _same({call}, {expected})"
         cases = [_call_test(fn, a, o, method, compare, "input_output") for a, o in pairs]
-        tests = _suite("assert", cases[:1], cases, opts, entry_point=fn, setup=_APPS_SETUP)
+        setup, prelude = _APPS_SETUP + _entry_shim(fn), _APPS_PRELUDE
+        tests = _suite(
+            "assert", cases[:1], cases, opts, entry_point=fn, setup=setup, prelude=prelude
+        )
     else:
         cases = _stdio(pairs, "input_output")
         tests = _suite("stdio", cases[:1], cases, opts)
@@ -533,8 +594,13 @@ def _livecodebench(raw: Mapping[str, Any], opts: ConvertOptions) -> dict[str, An
         if not isinstance(metadata, dict):
             raise _Bad("metadata", f"expected a JSON object, got {type(metadata).__name__}")
         fn, method = metadata.get("func_name") or _method_name(starter), "class Solution" in starter
+        if not isinstance(fn, str) or not fn.isidentifier():
+            raise _Bad("metadata", f"func_name {fn!r} is not a Python identifier")
         tests = [_functional(fn, case, method, i < len(public)) for i, case in enumerate(cases)]
-        suite = _suite("assert", tests[: len(public)], tests, opts, entry_point=fn)
+        shim, prelude = _entry_shim(fn), _LCB_PRELUDE
+        suite = _suite(
+            "assert", tests[: len(public)], tests, opts, entry_point=fn, setup=shim, prelude=prelude
+        )
     statement = f"{title}\n\n{content}".strip()
     extra = {"platform": raw.get("platform"), "difficulty": raw.get("difficulty")}
     return _row(opts, "livecodebench", task_id, statement, suite, starter, **extra)

@@ -148,7 +148,9 @@ def _child(job: dict, workdir: str, stdin_r: int, out_w: int, err_w: int, mark_w
         # Tracebacks then quote the offending lines, as they would for a file on disk.
         lines = job["code"].splitlines(keepends=True)
         linecache.cache["main.py"] = (len(job["code"]), None, lines, "main.py")
-        exec(compile(job["code"], "main.py", "exec"), scope)
+        # dont_inherit: the program runs as under plain `python`, not with this module's
+        # `from __future__ import annotations` (which would leave its type hints unevaluated).
+        exec(compile(job["code"], "main.py", "exec", dont_inherit=True), scope)
         code = 0
     except SystemExit as exc:
         if exc.code is None:
