@@ -133,8 +133,8 @@ class FaultProxy:
     ``"503"`` (answered with that status, not forwarded), ``"malformed"`` (a 200 whose body is
     not JSON), ``"no_ids"`` (the server's answer with every choice's ids and logprob tokens
     removed), ``"hang"`` (nothing for ``hang_seconds``, then forwarded: a frozen server),
-    ``"disconnect"`` (the connection closed without an answer, as a server does to a kept-alive
-    connection it has just timed out).
+    ``"disconnect"`` / ``"reset"`` (the connection closed, or reset, without an answer, as a
+    server does to a kept-alive connection it has just timed out).
     ``logprobs_mode`` rewrites the mode ``GET /server_info`` reports, or answers 404
     when it is ``"absent"`` (a server not in dev mode). ``requests`` records each POST body and
     ``response_bytes`` each answer's size.
@@ -186,7 +186,13 @@ class FaultProxy:
             import time
 
             time.sleep(self.hang_seconds)
-        if fault == "disconnect":
+        if fault in ("disconnect", "reset"):
+            if fault == "reset":  # close with a TCP reset: the client's read fails
+                import socket
+                import struct
+
+                linger = struct.pack("ii", 1, 0)
+                handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
             handler.close_connection = True
             return
         if info and self.logprobs_mode == "absent":

@@ -34,6 +34,10 @@ __all__ = [
 
 _FINISH_REASONS = ("stop", "length")
 _TOKEN_ID_PREFIX = "token_id:"
+# Errors of a connection the server closed under us (a kept-alive connection it timed out just
+# as we sent on it): the request never ran, and sending it again is safe (generation changes
+# nothing on the server).
+_RESENT = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 # Statuses worth repeating a request for: overload and transient server failures.
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 # SamplingParams fields the backend sets itself to keep the contract; generation_kwargs may not.
@@ -365,8 +369,8 @@ class VLLMServerBackend:
     and sent concurrently; with a seed each prompt is its own request, seeded ``seed + index``.
 
     Retries: connection failures are retried by the httpx transport (``retries``); HTTP 429 and
-    5xx, and a server that closes the connection without answering (a kept-alive connection it
-    had just timed out), are retried here up to ``max_retries`` times, waiting
+    5xx, and a server that closes or resets the connection without answering (a kept-alive
+    connection it had just timed out), are retried here up to ``max_retries`` times, waiting
     ``retry_backoff * 2**attempt`` seconds. Timeouts are not retried (the server may still be
     generating).
 
@@ -555,7 +559,7 @@ class VLLMServerBackend:
         for attempt in range(self.max_retries + 1):
             try:
                 response = self._client.post(self.url, json=body, headers=self._headers)
-            except httpx.RemoteProtocolError as exc:
+            except _RESENT as exc:
                 if attempt == self.max_retries:
                     raise self._no_response(exc) from exc
                 time.sleep(self.retry_backoff * 2**attempt)
@@ -624,7 +628,7 @@ class VLLMServerBackend:
         for attempt in range(self.max_retries + 1):
             try:
                 response = await client.post(self.url, json=body, headers=self._headers)
-            except httpx.RemoteProtocolError as exc:
+            except _RESENT as exc:
                 if attempt == self.max_retries:
                     raise self._no_response(exc) from exc
                 await asyncio.sleep(self.retry_backoff * 2**attempt)
