@@ -102,8 +102,14 @@ def main(env_args: AsyncEnvArguments, args: AsyncGRPOConfig) -> None:
     from transformers import AutoTokenizer
 
     from tool_envs.integrations.trl import env_reward
-    from tool_envs.integrations.trl.recipes import check_setup, parse_json_argument, to_dataset
+    from tool_envs.integrations.trl.recipes import (
+        check_model_path,
+        check_setup,
+        parse_json_argument,
+        to_dataset,
+    )
 
+    check_model_path(env_args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(env_args.model_name_or_path)
     rows = env_args.load()
     env_kwargs = parse_json_argument("env_kwargs", env_args.env_kwargs)

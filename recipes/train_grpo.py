@@ -2,7 +2,7 @@
 
     accelerate launch recipes/train_grpo.py --config recipes/configs/calculator_cpu_grpo.yaml
     python recipes/train_grpo.py --config CONFIG --dry_run          # check everything, no training
-    python recipes/train_grpo.py --config CONFIG --preview_tasks 2  # print rendered prompts
+    python recipes/train_grpo.py --config CONFIG --preview_tasks 2  # print 2 prompts, no training
 
 Every GRPOConfig and ModelConfig option works as a YAML key or a --flag (``--help`` lists them).
 Episodes are played by tool_envs' rollout engine (transformers generation, or vLLM with
@@ -20,9 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trl import GRPOConfig, ModelConfig, TrlParser
+from tool_envs.integrations.trl.recipes import TaskArguments, quiet_console
 
-from tool_envs.integrations.trl.recipes import TaskArguments
+quiet_console()  # before TRL is imported: it reads TRL_EXPERIMENTAL_SILENCE then
+
+from trl import GRPOConfig, ModelConfig, TrlParser  # noqa: E402
 
 
 @dataclass
@@ -74,7 +76,10 @@ class EnvArguments(TaskArguments):
     dry_run: bool = field(
         default=False, metadata={"help": "Validate config, tasks, envs, template."}
     )
-    preview_tasks: int = field(default=0, metadata={"help": "Print this many rendered prompts."})
+    preview_tasks: int = field(
+        default=0,
+        metadata={"help": "Check the setup, print this many rendered prompts; no training."},
+    )
 
 
 def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelConfig) -> None:
@@ -82,8 +87,9 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
     from trl import get_peft_config
 
     from tool_envs.integrations.trl import TaskRowEnvironment, make_rollout_func
-    from tool_envs.integrations.trl.callbacks import MetricsFile, plot_reward_curve
+    from tool_envs.integrations.trl.callbacks import MetricsFile, one_line_logs, plot_reward_curve
     from tool_envs.integrations.trl.recipes import (
+        check_model_path,
         check_setup,
         import_function,
         parse_json_argument,
@@ -93,6 +99,7 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
     )
     from tool_envs.integrations.trl.vllm_sync import ToolEnvsGRPOTrainer
 
+    check_model_path(model_args.model_name_or_path)
     reward_funcs = [import_function(spec) for spec in env_args.reward_funcs]
     env_kwargs = parse_json_argument("env_kwargs", env_args.env_kwargs)
     template_kwargs = parse_json_argument("template_kwargs", env_args.template_kwargs)
@@ -103,11 +110,13 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
         print(line)
     if env_args.preview_tasks:
         print(preview(tokenizer, rows, env_args.preview_tasks))
-    if env_args.dry_run:
-        print(f"dry run: {len(rows)} tasks and the setup are valid; not training")
+    if env_args.dry_run or env_args.preview_tasks:
+        what = "dry run" if env_args.dry_run else "preview"
+        print(f"{what}: {len(rows)} tasks and the setup are valid; not training")
         return
 
     metrics_path = Path(training_args.output_dir) / "metrics.jsonl"
+    resume = training_args.resume_from_checkpoint
     trainer = ToolEnvsGRPOTrainer(
         model=model_args.model_name_or_path,
         processing_class=tokenizer,
@@ -126,13 +135,14 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
             max_void_fraction=env_args.max_void_fraction,
         ),
         environment_factory=TaskRowEnvironment,
-        callbacks=[MetricsFile(metrics_path)],
+        callbacks=[MetricsFile(metrics_path, resume_from_checkpoint=resume)],
         vllm_weight_sync=env_args.vllm_weight_sync,
         vllm_sync_dir=env_args.vllm_sync_dir,
     )
+    one_line_logs(trainer)
     if training_args.use_vllm and trainer.accelerator.is_main_process:
         print(f"vLLM weight sync: {trainer.vllm_generation.weight_sync}", flush=True)
-    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(training_args.output_dir)
     if trainer.accelerator.is_main_process:
         curve = plot_reward_curve(metrics_path, Path(training_args.output_dir) / "reward_curve.png")

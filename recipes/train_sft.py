@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from trl import ModelConfig, SFTConfig, TrlParser
+from tool_envs.integrations.trl.recipes import TaskArguments, quiet_console
 
-from tool_envs.integrations.trl.recipes import TaskArguments
+quiet_console()  # before TRL is imported: it reads TRL_EXPERIMENTAL_SILENCE then
+
+from trl import ModelConfig, SFTConfig, TrlParser  # noqa: E402
 
 
 @dataclass
@@ -34,10 +36,15 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
     from transformers import AutoTokenizer
     from trl import SFTTrainer, get_peft_config
 
-    from tool_envs.integrations.trl.callbacks import EnvSuccessCallback, MetricsFile
-    from tool_envs.integrations.trl.recipes import resolve_chat_template
+    from tool_envs.integrations.trl.callbacks import (
+        EnvSuccessCallback,
+        MetricsFile,
+        one_line_logs,
+    )
+    from tool_envs.integrations.trl.recipes import check_model_path, resolve_chat_template
     from tool_envs.rollout import RolloutConfig, RolloutEngine, gold_sft_rows
 
+    check_model_path(model_args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
     resolve_chat_template(tokenizer, gold_args.chat_template)
     rows = gold_args.load()
@@ -47,6 +54,7 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
     tokens = sum(len(row["input_ids"]) for row in train_rows)
     print(f"{len(train_rows)} gold trajectories, {tokens} tokens")
 
+    resume = training_args.resume_from_checkpoint
     training_args.assistant_only_loss = False  # the masks are already in the rows
     success = EnvSuccessCallback(
         tokenizer, held_out, every_steps=gold_args.eval_every, stop_at=gold_args.stop_at_success
@@ -57,9 +65,13 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
         args=training_args,
         train_dataset=datasets.Dataset.from_list(train_rows),
         peft_config=get_peft_config(model_args),
-        callbacks=[success, MetricsFile(f"{training_args.output_dir}/metrics.jsonl")],
+        callbacks=[
+            success,
+            MetricsFile(f"{training_args.output_dir}/metrics.jsonl", resume_from_checkpoint=resume),
+        ],
     )
-    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    one_line_logs(trainer)
+    trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(training_args.output_dir)
     tokenizer.save_pretrained(training_args.output_dir)
     print(f"saved to {training_args.output_dir}; greedy success checks: {success.history}")

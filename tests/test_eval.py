@@ -16,6 +16,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -213,6 +214,12 @@ def test_native_tools_end_to_end(server: CalculatorChatServer, tmp_path: Path) -
     for task in TASKS:
         assert task["extra_info"]["id"] in page
     assert "3/3 passed" in page and "0/3 passed" in page
+    report = _ReportStructure.of(page)
+    assert "pass^3" in report.summary_headers and "per env" in report.summary_text
+    assert report.has_checkbox and report.images == ["pass_hat_k.png"]
+    # Tasks with a failed trial come first, the fully passed one last; failed trials first.
+    assert [h.split(":")[1].strip() for h in report.task_headings][-1] == "3/3 passed"
+    assert report.trial_classes[:2] == ["trial failed", "trial failed"]
     table = format_table(result.summary)
     assert "pass^3" in table and "0.250" in table and "cost" in table
 
@@ -399,6 +406,14 @@ def test_gold_and_noop_baselines(tmp_path: Path) -> None:
     assert noop.summary["overall"]["mean_turns"] == 1.0  # the empty reply is the final answer
     page = (tmp_path / "gold" / "report.html").read_text(encoding="utf-8")
     assert "&lt;tool_call&gt;" in page  # gold turns are Hermes text, escaped
+    # One trial per task: a plain statement instead of a one-dot pass^k plot.
+    report = _ReportStructure.of(page)
+    assert "One trial per task" in report.text and report.images == []
+    assert not (tmp_path / "gold" / "pass_hat_k.png").exists()
+    assert {"tasks", "success", "pass^1"} <= set(report.summary_headers)
+    assert report.config_keys and "agent" in report.config_keys
+    noop_report = _ReportStructure.of((tmp_path / "noop" / "report.html").read_text())
+    assert "10 of 10 trials failed" in noop_report.text
 
 
 def test_check_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -576,3 +591,55 @@ def test_a_model_name_typo_leaves_the_folder_free_for_the_corrected_command(
     assert fixed.error is None and fixed.new_trials == 1
     with pytest.raises(EvalError, match="holds trials of a run with other settings"):
         run_eval(EvalConfig(model="tyni", **settings))  # now it holds a trial: refused
+
+
+class _ReportStructure(HTMLParser):
+    """What a reader of report.html sees, parsed with the standard library."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[tuple[str, dict[str, str]]] = []
+        self.summary_headers: list[str] = []
+        self.summary_text = ""
+        self.config_keys: list[str] = []
+        self.task_headings: list[str] = []
+        self.trial_classes: list[str] = []
+        self.images: list[str] = []
+        self.has_checkbox = False
+        self.text = ""
+
+    @classmethod
+    def of(cls, page: str) -> _ReportStructure:
+        parser = cls()
+        parser.feed(page)
+        return parser
+
+    def _inside(self, tag: str, cls: str) -> bool:
+        return any(t == tag and cls in a.get("class", "") for t, a in self.stack)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {k: v or "" for k, v in attrs}
+        if tag == "img":
+            self.images.append(values["src"])
+        elif tag == "input" and values.get("type") == "checkbox":
+            self.has_checkbox = True
+        elif tag == "details" and "trial" in values.get("class", ""):
+            self.trial_classes.append(values["class"])
+        if tag not in {"img", "input", "meta", "br"}:
+            self.stack.append((tag, values))
+
+    def handle_endtag(self, tag: str) -> None:
+        while self.stack:
+            if self.stack.pop()[0] == tag:
+                break
+
+    def handle_data(self, data: str) -> None:
+        self.text += data
+        if self._inside("table", "summary"):
+            self.summary_text += data
+            if self.stack[-1][0] == "th" and self._inside("thead", ""):
+                self.summary_headers.append(data.strip())
+        if self._inside("table", "config") and self.stack[-1][0] == "th":
+            self.config_keys.append(data.strip())
+        if self.stack and self.stack[-1][0] == "h4":
+            self.task_headings.append(data.strip())

@@ -78,18 +78,25 @@ def test_the_async_recipe_dry_run_checks_tasks_and_the_worker(tiny_model, tmp_pa
     assert f"dry run: {count} tasks, the setup and the rollout worker are valid" in out
 
 
-def run(script, *args, timeout=300):
+def run(script, *args, timeout=300, with_stderr=False):
+    # No TRL_EXPERIMENTAL_SILENCE here: the recipes set it themselves, as a user runs them.
     command = [sys.executable, str(REPO / "recipes" / script), *map(str, args)]
-    result = subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=REPO,
-        env={**__import__("os").environ, "TRL_EXPERIMENTAL_SILENCE": "1"},
-    )
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=REPO)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result.stdout
+    return (result.stdout, result.stderr) if with_stderr else result.stdout
+
+
+def assert_a_quiet_console(stdout, stderr, steps):
+    """One short line per step, no Trainer dict, no warning printed twice."""
+    step_lines = [line for line in stdout.splitlines() if line.startswith("[step ")]
+    assert [line.split("]")[0] for line in step_lines] == [
+        f"[step {n}" for n in range(1, steps + 1)
+    ]
+    assert "{'loss'" not in stdout + stderr and "{'train_runtime'" not in stdout + stderr
+    assert "experimental" not in stderr.lower(), stderr[-2000:]
+    warnings = [line for line in stderr.splitlines() if "Warning:" in line]
+    messages = [line.split("Warning:", 1)[1] for line in warnings]
+    assert len(messages) == len(set(messages)), "\n".join(warnings)
 
 
 def test_dry_run_validates_without_training(tiny_model, tmp_path):
@@ -109,6 +116,60 @@ def test_dry_run_validates_without_training(tiny_model, tmp_path):
     assert f"tool_envs/Calculator-v0: {easy} tasks, 4 tools, chat template OK" in out
     assert "prompt tokens)" in out and "<|im_start|>assistant" in out
     assert f"dry run: {easy} tasks" in out and not (tmp_path / "metrics.jsonl").exists()
+
+
+def test_preview_tasks_prints_prompts_and_exits(tiny_model, tmp_path):
+    out = run(
+        "train_grpo.py",
+        "--config",
+        REPO / "recipes/configs/calculator_cpu_grpo.yaml",
+        "--model_name_or_path",
+        tiny_model,
+        "--output_dir",
+        tmp_path,
+        "--preview_tasks",
+        2,
+    )
+    assert out.count("prompt tokens)") == 2 and "<|im_start|>assistant" in out
+    assert "preview: " in out and "not training" in out
+    assert not (tmp_path / "metrics.jsonl").exists() and not list(tmp_path.iterdir())
+
+
+def test_a_missing_local_model_folder_names_the_command_that_makes_it(tmp_path):
+    from tool_envs.errors import EnvConfigError
+    from tool_envs.integrations.trl.recipes import check_model_path, looks_like_local_path
+
+    for hub_id in ["Qwen/Qwen2.5-1.5B-Instruct", "gpt2", "HuggingFaceTB/SmolLM2-135M"]:
+        assert not looks_like_local_path(hub_id)
+        check_model_path(hub_id)  # a Hub id is left to from_pretrained
+    for path in ["outputs/calculator-sft", "./model", "/no/such/model", "a/b/c", "tests/nope"]:
+        assert looks_like_local_path(path), path
+    check_model_path(str(tmp_path))  # an existing folder passes
+    with pytest.raises(EnvConfigError, match=r"'/no/such/model' is a local folder") as error:
+        check_model_path("/no/such/model")
+    assert "Hub id" in str(error.value)
+
+    # The recipe fails before any download attempt, naming the path and the demo's commands.
+    command = [
+        sys.executable,
+        str(REPO / "recipes/train_grpo.py"),
+        "--config",
+        str(REPO / "recipes/configs/calculator_cpu_grpo.yaml"),
+        "--model_name_or_path",
+        "outputs/no-such-sft",
+        "--output_dir",
+        str(tmp_path / "out"),
+        "--dry_run",
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert result.returncode != 0 and "huggingface.co" not in result.stderr
+    assert "'outputs/no-such-sft' is a local folder" in result.stderr
+    with pytest.raises(EnvConfigError) as error:
+        check_model_path("outputs/calculator-sft")
+    message = str(error.value)
+    assert "recipes/configs/calculator_cpu_sft.yaml" in message and "make demo" in message
+    with pytest.raises(EnvConfigError, match="tool-envs tiny-model"):
+        check_model_path("outputs/tiny-calculator")
 
 
 def test_dry_run_rejects_a_template_that_drops_tool_calls(tiny_model, tmp_path):
@@ -133,7 +194,7 @@ def test_dry_run_rejects_a_template_that_drops_tool_calls(tiny_model, tmp_path):
 
 def test_sft_then_grpo_short_runs(tiny_model, tmp_path):
     sft_dir, grpo_dir = tmp_path / "sft", tmp_path / "grpo"
-    out = run(
+    out, err = run(
         "train_sft.py",
         "--config",
         REPO / "recipes/configs/calculator_cpu_sft.yaml",
@@ -145,17 +206,23 @@ def test_sft_then_grpo_short_runs(tiny_model, tmp_path):
         32,
         "--max_steps",
         2,
+        "--logging_steps",
+        1,
         "--eval_every",
         2,
         "--eval_tasks",
         4,
         "--per_device_train_batch_size",
         4,
+        with_stderr=True,
     )
+    assert_a_quiet_console(out, err, steps=2)
     assert "32 gold trajectories" in out and "greedy success checks: [(2, " in out
     assert (sft_dir / "model.safetensors").exists() and (sft_dir / "tokenizer.json").exists()
 
-    run(
+    grpo_dir.mkdir()  # metrics of an earlier run in the same folder: moved aside, not mixed in
+    (grpo_dir / "metrics.jsonl").write_text('{"step": 1, "env/reward": 0.9}\n')
+    out, err = run(
         "train_grpo.py",
         "--config",
         REPO / "recipes/configs/calculator_cpu_grpo.yaml",
@@ -171,7 +238,12 @@ def test_sft_then_grpo_short_runs(tiny_model, tmp_path):
         4,
         "--max_tasks",
         16,
+        with_stderr=True,
     )
+    assert_a_quiet_console(out, err, steps=2)
+    assert "it/s]" in err or "s/it]" in err  # the progress bar
+    [old] = grpo_dir.glob("metrics.*.jsonl")
+    assert json.loads(old.read_text())["env/reward"] == 0.9
     records = [json.loads(line) for line in (grpo_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records if "env/success_rate" in r] == [1, 2]
     assert (grpo_dir / "reward_curve.png").stat().st_size > 1000
@@ -270,3 +342,36 @@ def test_reward_functions_are_named_by_import_path(tmp_path):
     ]:
         with pytest.raises(EnvConfigError, match=message):
             import_function(bad)
+
+
+def test_metrics_file_starts_a_new_file_per_run_and_a_resumed_run_continues_its_own(tmp_path):
+    from types import SimpleNamespace
+
+    from tool_envs.integrations.trl.callbacks import MetricsFile, _last_run
+
+    path = tmp_path / "metrics.jsonl"
+    args = SimpleNamespace(resume_from_checkpoint=None, output_dir=str(tmp_path))
+
+    def train(steps, callback, start=0):
+        state = SimpleNamespace(is_world_process_zero=True, global_step=0)
+        callback.on_train_begin(args, state, None)
+        for step in range(start + 1, steps + 1):
+            state.global_step = step
+            callback.on_log(args, state, None, logs={"env/reward": step / 10})
+
+    train(3, MetricsFile(path, echo=False))
+    train(2, MetricsFile(path, echo=False))  # a second run into the same folder
+    assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [1, 2]
+    [first] = tmp_path.glob("metrics.*.jsonl")
+    assert [json.loads(line)["step"] for line in first.read_text().splitlines()] == [1, 2, 3]
+
+    # Resumed from checkpoint-1 of the second run: step 2 is logged again, once.
+    checkpoint = tmp_path / "checkpoint-1"
+    checkpoint.mkdir()
+    (checkpoint / "trainer_state.json").write_text('{"global_step": 1}')
+    train(3, MetricsFile(path, echo=False, resume_from_checkpoint=str(checkpoint)), start=1)
+    assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [1, 2, 3]
+    assert len(list(tmp_path.glob("metrics.*.jsonl"))) == 1
+
+    # A file that mixes runs (written before this rule) is drawn as its last run only.
+    assert _last_run([(1, 0.1), (2, 0.2), (1, 0.5), (2, 0.6)]) == [(1, 0.5), (2, 0.6)]

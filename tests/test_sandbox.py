@@ -20,6 +20,7 @@ if not sys.platform.startswith("linux"):
 
 from tool_envs.code.sandbox import (
     IsolationLevel,
+    IsolationReport,
     RunRequest,
     Sandbox,
     SandboxPool,
@@ -32,12 +33,11 @@ LEVELS = [IsolationLevel.BWRAP, IsolationLevel.NAMESPACES, IsolationLevel.RLIMIT
 
 
 def _missing(level: IsolationLevel) -> str | None:
+    """The skip reason: the deciding cause and its fix first, then the probe's other notes."""
     report = detect_isolation()
     if report.level == IsolationLevel.NONE or not report.uid_switch:
-        return "no unprivileged uid to switch to: " + "; ".join(report.reasons)
-    if not report.available[level.name.lower()]:
-        return f"{level.name.lower()} not available: " + "; ".join(report.reasons)
-    return None
+        return "no unprivileged uid to switch to: " + str(report.why_not(IsolationLevel.RLIMITS))
+    return report.why_not(level)
 
 
 @pytest.fixture(scope="module", params=LEVELS, ids=lambda lvl: lvl.name.lower())
@@ -403,3 +403,31 @@ def test_programs_run_with_plain_python_semantics_not_the_workers_future_imports
     """Annotations are evaluated as under plain `python`: an undefined name in one is an error."""
     result = sandbox.run("def f(x: UndefinedName) -> int:\n    return 1\nprint(f(2))")
     assert not result.ok and "NameError" in result.stderr
+
+
+def test_a_skip_reason_leads_with_the_deciding_cause_and_its_fix() -> None:
+    # A probe as on a machine without bubblewrap whose venv python the sandbox uid cannot read:
+    # the permission note came first in the reasons, but bwrap is missing for another cause.
+    report = IsolationReport(
+        IsolationLevel.NAMESPACES,
+        "/usr/bin/python3",
+        True,
+        {"bwrap": False, "namespaces": True, "rlimits": True},
+        [
+            "/work/.venv/bin/python not usable by uid 65534: Permission denied",
+            "using /usr/bin/python3: the current interpreter is not readable by the sandbox",
+            "bubblewrap is not installed: apt-get install bubblewrap (Debian)",
+        ],
+        causes={"bwrap": "bubblewrap is not installed: apt-get install bubblewrap (Debian)"},
+    )
+    reason = report.why_not(IsolationLevel.BWRAP)
+    assert reason.startswith("bwrap not available: bubblewrap is not installed: apt-get install")
+    assert reason.index("Permission denied") > reason.index("apt-get install bubblewrap")
+    assert report.why_not("namespaces") is None
+
+
+def test_every_level_the_probe_rules_out_names_its_cause() -> None:
+    report = detect_isolation()
+    for name, ok in report.available.items():
+        if not ok:
+            assert report.causes.get(name), f"{name}: no deciding cause in {report.reasons}"

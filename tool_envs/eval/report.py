@@ -1,7 +1,8 @@
 """What people read after a run: a terminal table, ``summary.json``, a pass^k plot, an HTML report.
 
-The HTML page is static (no script, no external asset), so it can be attached to an issue or
-opened from a remote machine's copy; every model-written string in it is escaped.
+The HTML page is self-contained (no external asset; a few lines of inline script for the
+"only failures" switch), so it can be attached to an issue or opened from a remote machine's
+copy; every model-written string in it is escaped.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tool_envs.eval.metrics import is_success
+from tool_envs.eval.metrics import is_success, summarize
 
 if TYPE_CHECKING:
     from tool_envs.eval.runner import EvalResult
@@ -159,6 +160,16 @@ details { margin: 0.3em 0; } summary { cursor: pointer; }
 pre { white-space: pre-wrap; word-break: break-word; background: #f6f6f6; padding: 0.4em;
       margin: 0.1em 0; }
 .meta { color: #666; font-size: 0.9em; }
+.scroll { overflow-x: auto; margin-bottom: 1.5em; } .scroll table { margin-bottom: 0; }
+table.summary { font-size: 0.9em; } table.summary td, table.summary th { padding: 0.25em 0.45em; }
+table.summary th { background: #f3f3f3; } table.summary tbody th { white-space: nowrap; }
+table.summary tr.group th { background: #e4e9f2; text-align: left; font-size: 0.85em; }
+table.summary tbody tr:nth-child(even) td { background: #fafafa; }
+table.config th { text-align: left; background: #f3f3f3; font-weight: normal; }
+table.config td { text-align: left; font-family: ui-monospace, monospace; font-size: 0.9em; }
+.note { background: #f5f7fb; border-left: 4px solid #89a; padding: 0.5em 0.8em; }
+figure { margin: 0 0 1.5em 0; } figcaption { color: #666; font-size: 0.9em; }
+body.only-failures .task.all, body.only-failures details.trial.passed { display: none; }
 """
 
 
@@ -201,7 +212,99 @@ def _trial_html(record: Mapping[str, Any], threshold: float) -> str:
         if k in record
     }
     body.append(f'<div class="meta">{_pre(json.dumps(details, indent=1, default=str))}</div>')
-    return f"<details><summary>{head}</summary>{''.join(body)}</details>"
+    kind = "trial passed" if ok else "trial failed"
+    return f'<details class="{kind}"><summary>{head}</summary>{"".join(body)}</details>'
+
+
+def _summary_columns(summary: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    ks = _k_columns(summary)
+    header = ["tasks", "trials", "success", "reward"]
+    header += [f"pass^{k}" for k in ks] + ([f"pass@{ks[-1]}"] if ks else [])
+    header += ["turns", "tool calls", "parse errors", "env errors", "failed"]
+    return header, ks
+
+
+def _summary_row(name: str, group: Mapping[str, Any], ks: Sequence[str]) -> str:
+    cells = [
+        _fmt(group["tasks"]),
+        _fmt(group["trials"]),
+        _fmt(group["success_rate"]),
+        _fmt(group["mean_reward"]),
+    ]
+    cells += [_fmt(group["pass_hat_k"].get(k)) for k in ks]
+    cells += [_fmt(group["pass_at_k"].get(ks[-1]))] if ks else []
+    cells += [
+        _fmt(group["mean_turns"], 2),
+        _fmt(group["mean_tool_calls"], 2),
+        _fmt(group["parse_errors"]),
+        _fmt(group["env_errors"]),
+        _fmt(group["failed_trials"]),
+    ]
+    name = name.removeprefix("tool_envs/")
+    return f"<tr><th>{html.escape(name)}</th>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+
+
+def _summary_table(
+    summary: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    categories: Mapping[tuple[str, str], str],
+    threshold: float,
+) -> str:
+    """Per env (and overall), then per task category where the tasks have one."""
+    header, ks = _summary_columns(summary)
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in ["", *header])
+    rows = [f'<tr class="group"><th colspan="{len(header) + 1}">per env</th></tr>']
+    groups = list(summary["envs"].items())
+    if len(groups) != 1:
+        groups.append(("overall", summary["overall"]))
+    rows += [_summary_row(name, group, ks) for name, group in groups]
+    by_category: dict[str, list[Mapping[str, Any]]] = {}
+    for record in records:
+        category = categories.get((record["env_id"], str(record["task_id"])))
+        if category:
+            by_category.setdefault(category, []).append(record)
+    if by_category:
+        rows.append(f'<tr class="group"><th colspan="{len(header) + 1}">per category</th></tr>')
+        for category, rows_of in sorted(by_category.items()):
+            group = summarize(rows_of, threshold=threshold)["overall"]
+            rows.append(_summary_row(category, group, ks))
+    body = "".join(rows)
+    table = f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return f'<div class="scroll">{table}</div>'
+
+
+def _config_table(run: Mapping[str, Any]) -> str:
+    cells = []
+    for key, value in run.items():
+        if value is None or value == {} or value == []:
+            continue
+        shown = value if isinstance(value, str) else json.dumps(value, default=str)
+        cells.append(f"<tr><th>{html.escape(str(key))}</th><td>{html.escape(shown)}</td></tr>")
+    return f'<table class="config">{"".join(cells)}</table>'
+
+
+def _pass_k_section(summary: Mapping[str, Any], plot: str | None) -> str:
+    k_max = summary["overall"]["min_trials_per_task"]
+    if k_max <= 1:
+        return (
+            '<p class="note">One trial per task, so pass^k and pass@k equal the success rate '
+            "and are not drawn. Run more trials (<code>--trials 4</code>) to see how reliably "
+            "tasks are solved.</p>"
+        )
+    if plot is None:
+        return ""
+    return (
+        f'<figure><img src="{html.escape(plot, quote=True)}" alt="pass^k and pass@k against k" '
+        'width="640"><figcaption>pass^k (solid): every one of k trials passes; pass@k (dashed): '
+        "at least one does.</figcaption></figure>"
+    )
+
+
+_SCRIPT = """
+document.getElementById("only-failures").addEventListener("change", function (event) {
+  document.body.classList.toggle("only-failures", event.target.checked);
+});
+"""
 
 
 def write_html(
@@ -210,8 +313,15 @@ def write_html(
     path: Path,
     task_order: Sequence[str] = (),
     threshold: float = 1.0,
+    categories: Mapping[tuple[str, str], str] | None = None,
+    plot: str | None = PLOT,
 ) -> Path:
-    """One page: the summary table, then every env, task and trial with its whole conversation."""
+    """One page: the run's settings, the summary per env and per task category, pass^k, then
+    every env, task and trial with its whole conversation, tasks with failed trials first.
+
+    ``categories`` maps (env id, task id) to the task's category (``extra_info`` category or
+    domain); ``plot`` is the pass^k image's path relative to the page (None: no image).
+    """
     run = summary.get("run", {})
     title = f"tool-envs eval: {run.get('model') or run.get('agent', '')}"
     position = {task_id: i for i, task_id in enumerate(task_order)}
@@ -219,32 +329,53 @@ def write_html(
     for record in records:
         tasks = by_env.setdefault(record["env_id"], {})
         tasks.setdefault(str(record["task_id"]), []).append(record)
+    failed = sum(not is_success(r, threshold) for r in records)
     out = [
         "<!DOCTYPE html>",
         f'<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>',
         f"<style>{_CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
-        f'<p class="meta">{html.escape(json.dumps(run, default=str))}</p>',
-        _pre(format_table(summary)),
+        "<h2>Summary</h2>",
+        _summary_table(summary, records, categories or {}, threshold),
+        _pass_k_section(summary, plot),
+        "<details><summary>Run settings</summary>",
+        _config_table(run),
+        "</details>",
+        f"<h2>Trials</h2><p>{failed} of {len(records)} trials failed; tasks with failures come "
+        'first. <label><input type="checkbox" id="only-failures"> show only failed trials'
+        "</label></p>",
     ]
     for env_id, tasks in by_env.items():
-        out.append(f"<h2>{html.escape(env_id)}</h2>")
-        ordered = sorted(tasks.items(), key=lambda item: position.get(item[0], len(position)))
-        for task_id, trials in ordered:
+        out.append(f"<h3>{html.escape(env_id)}</h3>")
+
+        def order(item: tuple[str, list[Mapping[str, Any]]]) -> tuple[int, int]:
+            task_id, trials = item
+            passed = sum(is_success(r, threshold) for r in trials)
+            return (passed == len(trials), position.get(task_id, len(position)))
+
+        for task_id, trials in sorted(tasks.items(), key=order):
             passed = sum(is_success(r, threshold) for r in trials)
             kind = "all" if passed == len(trials) else "some" if passed else "none"
             anchor = html.escape(f"{env_id}:{task_id}", quote=True)
+            category = (categories or {}).get((env_id, task_id))
+            label = f" <small>({html.escape(category)})</small>" if category else ""
             out.append(f'<div class="task {kind}" id="{anchor}">')
-            out.append(f"<h3>{html.escape(task_id)}: {passed}/{len(trials)} passed</h3>")
-            out.extend(_trial_html(r, threshold) for r in trials)
+            out.append(f"<h4>{html.escape(task_id)}: {passed}/{len(trials)} passed{label}</h4>")
+            ordered = sorted(trials, key=lambda r: (is_success(r, threshold), int(r["trial"])))
+            out.extend(_trial_html(r, threshold) for r in ordered)
             out.append("</div>")
-    out.append("</body></html>")
+    out.append(f"<script>{_SCRIPT}</script></body></html>")
     path.write_text("\n".join(out), encoding="utf-8")
     return path
 
 
-def write_reports(result: EvalResult, task_order: Sequence[str] = ()) -> dict[str, Path]:
-    """``summary.json``, ``pass_hat_k.png`` and ``report.html`` in the run's folder."""
+def write_reports(
+    result: EvalResult,
+    task_order: Sequence[str] = (),
+    categories: Mapping[tuple[str, str], str] | None = None,
+) -> dict[str, Path]:
+    """``summary.json``, ``pass_hat_k.png`` (with several trials per task) and ``report.html``
+    in the run's folder."""
     threshold = float(result.summary.get("run", {}).get("success_threshold", 1.0))
     files = {"trajectories": result.out / "trajectories.jsonl"}
     summary_path = result.out / SUMMARY
@@ -252,10 +383,18 @@ def write_reports(result: EvalResult, task_order: Sequence[str] = ()) -> dict[st
         json.dumps(result.summary, indent=2, default=str) + "\n", encoding="utf-8"
     )
     files["summary"] = summary_path
-    plot = plot_pass_hat_k(result.summary, result.out / PLOT)
+    plot = None
+    if result.summary["overall"]["min_trials_per_task"] > 1:  # one trial: a single dot
+        plot = plot_pass_hat_k(result.summary, result.out / PLOT)
     if plot is not None:
         files["plot"] = plot
     files["html"] = write_html(
-        result.records, result.summary, result.out / HTML, task_order, threshold
+        result.records,
+        result.summary,
+        result.out / HTML,
+        task_order,
+        threshold,
+        categories=categories,
+        plot=PLOT if plot is not None else None,
     )
     return files

@@ -563,7 +563,13 @@ def run_eval(config: EvalConfig) -> EvalResult:
         interrupted=interrupted,
         error=error,
     )
-    result.files = write_reports(result, [t.task_id for t in _flat(tasks)])
+    categories = {}
+    for task in _flat(tasks):
+        info = task.row.get("extra_info") or {}
+        category = info.get("category") or info.get("domain")
+        if category:
+            categories[(task.env_id, task.task_id)] = str(category)
+    result.files = write_reports(result, [t.task_id for t in _flat(tasks)], categories)
     return result
 
 

@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -130,6 +131,8 @@ class IsolationReport:
     available: dict[str, bool] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     paths: InterpreterPaths | None = None
+    causes: dict[str, str] = field(default_factory=dict)
+    """Per level that is not available, the check that decided it, with its fix."""
 
     @property
     def guarantees(self) -> str:
@@ -145,6 +148,17 @@ class IsolationReport:
             lines.append(f"  {name}: {'available' if ok else 'not available'}")
         lines.extend(f"  - {reason}" for reason in self.reasons)
         return "\n".join(lines)
+
+    def why_not(self, level: IsolationLevel | str) -> str | None:
+        """Why ``level`` cannot run here, the deciding cause (and its fix) first, then the
+        other notes of the probe; None when it can run."""
+        name = level.name.lower() if isinstance(level, IsolationLevel) else level
+        if self.available.get(name):
+            return None
+        cause = self.causes.get(name) or (self.reasons[0] if self.reasons else "unknown")
+        others = [reason for reason in self.reasons if reason != cause]
+        notes = f" (other notes: {'; '.join(others)})" if others else ""
+        return f"{name} not available: {cause}{notes}"
 
     def as_info(self) -> dict[str, object]:
         """Small dict for an env's ``info``."""
@@ -344,17 +358,25 @@ def _probe_namespaces(interp: str, paths: InterpreterPaths | None) -> tuple[bool
 def detect_isolation(interpreter: str | None = None) -> IsolationReport:
     """Probe once per interpreter (tens of ms, cached) and return the strongest level."""
     reasons: list[str] = []
+    causes: dict[str, str] = {}
     available = {"bwrap": False, "namespaces": False, "rlimits": False}
+
+    def missing(levels: Iterable[str], cause: str) -> None:
+        reasons.append(cause)
+        for name in levels:
+            causes.setdefault(name, cause)
+
     if not sys.platform.startswith("linux"):
-        reasons.append(f"sandboxing needs Linux (this is {sys.platform})")
-        return IsolationReport(IsolationLevel.NONE, None, False, available, reasons)
+        missing(available, f"sandboxing needs Linux (this is {sys.platform})")
+        return IsolationReport(IsolationLevel.NONE, None, False, available, reasons, None, causes)
     root = os.geteuid() == 0
     if not root:
         reasons.append("not root: jobs cannot switch to a uid of their own")
+        causes["rlimits"] = "not root: jobs cannot switch to a uid of their own (run as root)"
     picked = _pick_interpreter(interpreter, root, reasons)
     if picked is None:
-        reasons.append("no Python interpreter the sandbox uid can run")
-        return IsolationReport(IsolationLevel.NONE, None, False, available, reasons)
+        missing(available, "no Python interpreter the sandbox uid can run")
+        return IsolationReport(IsolationLevel.NONE, None, False, available, reasons, None, causes)
     interp, paths = picked
     if interp != (interpreter or sys.executable):
         reasons.append(f"using {interp}: the current interpreter is not readable by the sandbox")
@@ -363,18 +385,18 @@ def detect_isolation(interpreter: str | None = None) -> IsolationReport:
         ok, why, _ = _probe([*bwrap_args(filesystem_plan(paths)), *test])
         available["bwrap"] = ok
         if not ok:
-            reasons.append(f"bwrap present but failed: {why}")
+            missing(["bwrap"], f"bwrap present but failed: {why}")
     else:
-        reasons.append("bwrap not installed (Debian: apt-get install bubblewrap)")
+        missing(["bwrap"], "bubblewrap is not installed: apt-get install bubblewrap (Debian)")
     if not root:
-        reasons.append("namespaces level needs root (it mounts the sandbox's filesystem)")
+        missing(["namespaces"], "namespaces level needs root (it mounts the sandbox's filesystem)")
     elif shutil.which("unshare"):
         ok, why = _probe_namespaces(interp, paths)
         available["namespaces"] = ok
         if not ok:
-            reasons.append(f"unshare failed: {why}")
+            missing(["namespaces"], f"unshare failed: {why}")
     else:
-        reasons.append("unshare not found (util-linux)")
+        missing(["namespaces"], "unshare not found: apt-get install util-linux (Debian)")
     available["rlimits"] = root
     if available["bwrap"]:
         level = IsolationLevel.BWRAP
@@ -385,4 +407,4 @@ def detect_isolation(interpreter: str | None = None) -> IsolationReport:
     else:
         level = IsolationLevel.NONE
         reasons.append("rlimits alone under the caller's own uid is no isolation")
-    return IsolationReport(level, interp, root, available, reasons, paths)
+    return IsolationReport(level, interp, root, available, reasons, paths, causes)

