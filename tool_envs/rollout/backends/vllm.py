@@ -391,6 +391,8 @@ class VLLMServerBackend:
         extra_body: Further request fields for every request; ``generation_kwargs`` of the
             sampling settings override them.
         check_logprobs_mode: Ask ``/server_info`` for the server's logprobs mode.
+        coalesce_window: :meth:`agenerate` only: seconds to wait for other prompts that can
+            share a request (0: only those issued in the same event-loop turn).
     """
 
     def __init__(
@@ -407,6 +409,7 @@ class VLLMServerBackend:
         max_concurrent_requests: int = 16,
         extra_body: dict[str, Any] | None = None,
         check_logprobs_mode: bool = True,
+        coalesce_window: float = 0.002,
     ):
         if max_batch < 1 or max_concurrent_requests < 1 or max_retries < 0:
             raise ValueError("max_batch and max_concurrent_requests must be >= 1, retries >= 0")
@@ -418,6 +421,9 @@ class VLLMServerBackend:
         self.max_concurrent_requests = max_concurrent_requests
         self.extra_body = dict(extra_body or {})
         self.timeout = timeout
+        self.coalesce_window = coalesce_window
+        self._coalescing: dict[asyncio.AbstractEventLoop, dict[tuple, list]] = {}
+        self._sending: set[asyncio.Task] = set()
         self._async_clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._owns_client = http_client is None
@@ -581,26 +587,63 @@ class VLLMServerBackend:
         *,
         seed: int | None = None,
     ) -> Generation:
-        """Continue ONE prompt as its own request, for the asynchronous engine.
+        """Continue ONE prompt, for the asynchronous engine; returns as soon as it is done.
 
-        A continuous-batching server batches concurrent requests itself, so an episode can send
-        its turn the moment its env step returns. Same contract, retries and errors as
-        :meth:`generate`; ``seed`` overrides the settings' seed for this request.
+        An episode can send its turn the moment its env step returns. Prompts that arrive
+        within ``coalesce_window`` seconds of each other, with the same ``max_tokens``, settings
+        and seed, share one request (up to ``max_batch``): when many env steps return at once
+        (fast envs) that saves the per-request cost, which on a small model outweighs the
+        generation itself. Same contract, retries and errors as :meth:`generate`; ``seed``
+        overrides the settings' seed.
         """
         _check_request([prompt], [max_tokens])
         if max_tokens == 0:
             return _empty(settings)
         resolved = settings.resolve(_RESERVED_BODY, "vLLM server")[0]
-        body = self.payload(
-            [prompt], max_tokens, settings, seed if seed is not None else resolved.seed
-        )
-        answer = await self._apost(body)
+        key = (max_tokens, settings, seed if seed is not None else resolved.seed)
+        loop = asyncio.get_running_loop()
+        waiting = loop.create_future()
+        queue = self._coalescing.setdefault(loop, {})
+        if not queue:
+            loop.call_later(self.coalesce_window, self._flush_coalesced, loop)
+        queue.setdefault(key, []).append((list(prompt), waiting))
+        return await waiting
+
+    def _flush_coalesced(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Send what arrived in the window: one request per key, split at ``max_batch``."""
+        queue = self._coalescing.pop(loop, {})
+        for (max_tokens, settings, seed), entries in queue.items():
+            for start in range(0, len(entries), self.max_batch):
+                chunk = entries[start : start + self.max_batch]
+                task = loop.create_task(self._send_batch(chunk, max_tokens, settings, seed))
+                self._sending.add(task)
+                task.add_done_callback(self._sending.discard)
+
+    async def _send_batch(
+        self,
+        chunk: list[tuple[list[int], asyncio.Future]],
+        max_tokens: int,
+        settings: SamplingSettings,
+        seed: int | None,
+    ) -> None:
         try:
-            return completion_choices_to_generations(
-                answer, max_tokens, settings, 1, f"response from {self.url}"
-            )[0]
-        except ValueError as exc:
-            raise GenerationServerError(str(exc), url=self.url, status=200) from exc
+            answer = await self._apost(
+                self.payload([prompt for prompt, _ in chunk], max_tokens, settings, seed)
+            )
+            try:
+                generations = completion_choices_to_generations(
+                    answer, max_tokens, settings, len(chunk), f"response from {self.url}"
+                )
+            except ValueError as exc:
+                raise GenerationServerError(str(exc), url=self.url, status=200) from exc
+        except Exception as exc:  # every prompt of the request gets the failure
+            for _, waiting in chunk:
+                if not waiting.done():
+                    waiting.set_exception(exc)
+            return
+        for (_, waiting), generation in zip(chunk, generations, strict=True):
+            if not waiting.done():
+                waiting.set_result(generation)
 
     async def aclose(self) -> None:
         """Close the asynchronous client of the running event loop, if one was made."""
