@@ -21,20 +21,18 @@ settings can be sent to its process, without a server (on a machine without a GP
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
-from trl import TrlParser
+from tool_envs.integrations.trl.recipes import EpisodeArguments, quiet_console
 
-from tool_envs.integrations.trl.recipes import TaskArguments
+quiet_console()  # before TRL is imported: the async trainer is experimental in TRL
 
-os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # the async trainer is experimental in TRL
-
-from trl.experimental.async_grpo import AsyncGRPOConfig
+from trl import TrlParser  # noqa: E402
+from trl.experimental.async_grpo import AsyncGRPOConfig  # noqa: E402
 
 
 @dataclass
-class AsyncEnvArguments(TaskArguments):
+class AsyncEnvArguments(EpisodeArguments):
     """The model, which tasks to train on and how the rollout worker plays them.
 
     (The model is named here: TRL's ``ModelConfig`` and ``AsyncGRPOConfig`` both define
@@ -44,50 +42,39 @@ class AsyncEnvArguments(TaskArguments):
     model_name_or_path: str = field(
         default="Qwen/Qwen2.5-1.5B-Instruct", metadata={"help": "Hub id or local folder."}
     )
-    max_tokens_per_turn: int = field(default=256, metadata={"help": "Cap on one assistant turn."})
-    max_turns: int | None = field(
-        default=None, metadata={"help": "Turns per episode (env default)."}
-    )
-    env_kwargs: str = field(default="{}", metadata={"help": 'JSON: {"env id": {kwarg: value}}.'})
-    template_kwargs: str = field(default="{}", metadata={"help": "JSON: extra template variables."})
     max_inflight_groups: int = field(
         default=8, metadata={"help": "GRPO groups the worker plays at once."}
-    )
-    step_timeout: float | None = field(
-        default=600.0,
-        metadata={"help": "Seconds an env step may take; past it the episode is void."},
     )
     dry_run: bool = field(
         default=False, metadata={"help": "Validate config, tasks, envs, template; no training."}
     )
 
 
-def build_worker(env_args: AsyncEnvArguments, args: AsyncGRPOConfig, tokenizer_name: str, rows):
+def build_worker(
+    env_args: AsyncEnvArguments,
+    args: AsyncGRPOConfig,
+    rows: list[dict],
+    env_kwargs: dict,
+    template_kwargs: dict,
+):
     from tool_envs.integrations.trl.async_worker import ToolEnvsRolloutWorker
-    from tool_envs.integrations.trl.recipes import parse_json_argument
-    from tool_envs.rollout import RolloutConfig, SamplingSettings
+    from tool_envs.integrations.trl.rollout_func import sampling_settings
+    from tool_envs.rollout import RolloutConfig
 
     config = RolloutConfig(
         max_completion_length=args.max_completion_length,
         max_tokens_per_turn=env_args.max_tokens_per_turn,
         max_turns=env_args.max_turns,
-        env_kwargs=parse_json_argument("env_kwargs", env_args.env_kwargs),
-        template_kwargs=parse_json_argument("template_kwargs", env_args.template_kwargs),
+        env_kwargs=env_kwargs,
+        template_kwargs=template_kwargs,
         step_timeout=env_args.step_timeout,
-    )
-    sampling = SamplingSettings(
-        temperature=args.temperature,
-        top_p=args.top_p,
-        top_k=args.top_k or 0,
-        min_p=args.min_p or 0.0,
-        repetition_penalty=args.repetition_penalty,
     )
     return ToolEnvsRolloutWorker(
         tasks=rows,
-        tokenizer=tokenizer_name,
+        tokenizer=env_args.model_name_or_path,
         vllm_server_url=args.vllm_server_base_url,
         num_generations=args.num_generations,
-        sampling=sampling,
+        sampling=sampling_settings(args),
         config=config,
         max_staleness=args.max_staleness,
         max_inflight_groups=env_args.max_inflight_groups,
@@ -97,8 +84,6 @@ def build_worker(env_args: AsyncEnvArguments, args: AsyncGRPOConfig, tokenizer_n
 
 
 def main(env_args: AsyncEnvArguments, args: AsyncGRPOConfig) -> None:
-    import pickle
-
     from transformers import AutoTokenizer
 
     from tool_envs.integrations.trl import env_reward
@@ -116,8 +101,8 @@ def main(env_args: AsyncEnvArguments, args: AsyncGRPOConfig) -> None:
     template_kwargs = parse_json_argument("template_kwargs", env_args.template_kwargs)
     for line in check_setup(tokenizer, rows, env_kwargs, template_kwargs):
         print(line)
-    worker = build_worker(env_args, args, env_args.model_name_or_path, rows)
-    pickle.dumps(worker._loop_kwargs)  # what start() sends to the worker's process
+    worker = build_worker(env_args, args, rows, env_kwargs, template_kwargs)
+    worker.check_picklable()  # what start() sends to the worker's process
     if env_args.dry_run:
         print(
             f"dry run: {len(rows)} tasks, the setup and the rollout worker are valid; not training"

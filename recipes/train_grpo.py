@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tool_envs.integrations.trl.recipes import TaskArguments, quiet_console
+from tool_envs.integrations.trl.recipes import EpisodeArguments, quiet_console
 
 quiet_console()  # before TRL is imported: it reads TRL_EXPERIMENTAL_SILENCE then
 
@@ -28,15 +28,9 @@ from trl import GRPOConfig, ModelConfig, TrlParser  # noqa: E402
 
 
 @dataclass
-class EnvArguments(TaskArguments):
+class EnvArguments(EpisodeArguments):
     """Which tasks to train on and how episodes run."""
 
-    max_tokens_per_turn: int = field(default=256, metadata={"help": "Cap on one assistant turn."})
-    max_turns: int | None = field(
-        default=None, metadata={"help": "Turns per episode (env default)."}
-    )
-    env_kwargs: str = field(default="{}", metadata={"help": 'JSON: {"env id": {kwarg: value}}.'})
-    template_kwargs: str = field(default="{}", metadata={"help": "JSON: extra template variables."})
     reward_funcs: list[str] = field(
         default_factory=lambda: ["tool_envs.integrations.trl:env_reward"],
         metadata={"help": "Reward functions as 'module:function' or 'path/file.py:function'."},
@@ -50,12 +44,6 @@ class EnvArguments(TaskArguments):
         metadata={
             "help": "auto | lockstep | async. async: each episode sends its next request as soon "
             "as its env step returns (vllm_mode=server); auto: async in server mode, else lockstep."
-        },
-    )
-    step_timeout: float | None = field(
-        default=600.0,
-        metadata={
-            "help": "Seconds an env step may take; past it the episode is void (not trained on)."
         },
     )
     max_void_fraction: float = field(

@@ -70,7 +70,6 @@ def _missing_part(env_id: str) -> str | None:
 PARAMS = [
     pytest.param(env_id, marks=pytest.mark.skip(reason=why))
     if (why := _missing_part(env_id))
-    # the default for everything else
     else env_id
     for env_id in ENV_IDS
 ]

@@ -163,9 +163,7 @@ class AsyncRolloutEngine(EpisodeRunner):
         try:
             await asyncio.gather(*(play(i) for i in range(len(tasks))))
         except BaseException:
-            for episode in episodes:
-                if episode is not None and not episode.abandoned:
-                    self.pool.release(episode.rollout.env_id, episode.env)
+            self._release(episodes)
             raise
         finally:
             self.wall_seconds = time.perf_counter() - started

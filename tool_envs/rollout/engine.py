@@ -319,11 +319,15 @@ class EpisodeRunner:
             list(scripts) if scripts is not None else [None] * count,
         )
 
+    def _release(self, episodes: Sequence[_Episode | None]) -> None:
+        """Return the envs of started episodes to the pool (never one whose step hung)."""
+        for episode in episodes:
+            if episode is not None and not episode.abandoned:
+                self.pool.release(episode.rollout.env_id, episode.env)
+
     def _finish(self, episodes: list[_Episode]) -> list[Rollout]:
         """Return envs to the pool; refuse a batch that is mostly void."""
-        for episode in episodes:
-            if not episode.abandoned:
-                self.pool.release(episode.rollout.env_id, episode.env)
+        self._release(episodes)
         rollouts = [e.rollout for e in episodes]
         void = sum(r.void for r in rollouts)
         if rollouts and void / len(rollouts) > self.config.max_void_fraction:
@@ -521,9 +525,7 @@ class RolloutEngine(EpisodeRunner):
             while live := [e for e in episodes if not e.done]:
                 self._turn(live)
         except BaseException:
-            for episode in episodes:
-                if not episode.abandoned:
-                    self.pool.release(episode.rollout.env_id, episode.env)
+            self._release(episodes)
             raise
         return self._finish(episodes)
 
@@ -575,8 +577,10 @@ class RolloutEngine(EpisodeRunner):
                     results[id(episode)] = future.result()
                 except Exception as exc:  # any env failure voids only its own episode
                     self._step_failed(episode, exc, None)
+            if timeout is None:
+                continue
             now = time.monotonic()
-            for future in [f for f in pending if timeout is not None]:
+            for future in list(pending):
                 begun = started.get(id(futures[future]))
                 if begun is not None and now - begun > timeout:
                     pending.discard(future)

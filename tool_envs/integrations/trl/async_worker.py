@@ -100,29 +100,16 @@ class ToolEnvsRolloutWorker:
             "seed": seed,
         }
         self.in_process = in_process
+        context = mp.get_context("spawn")
+        # Shared values and flags work across threads and spawned processes alike; only the
+        # queues the trainer drains differ (TRL's protocol takes either kind).
+        self._shared = _Shared(context)
         if in_process:
             self.rollout_buffer: Any = queue.Queue(maxsize=queue_maxsize)
             self.metrics_queue: Any = queue.Queue(maxsize=4096)
-            self._shared = _Shared(
-                threading.Lock(),
-                [0],
-                [time.time()],
-                threading.Event(),
-                threading.Event(),
-                queue.Queue(1),
-            )
         else:
-            context = mp.get_context("spawn")
             self.rollout_buffer = context.Queue(maxsize=queue_maxsize)
             self.metrics_queue = context.Queue(maxsize=4096)
-            self._shared = _Shared(
-                None,
-                context.Value("i", 0),
-                context.Value("d", time.time()),
-                context.Event(),
-                context.Event(),
-                context.Queue(1),
-            )
         self._runner: threading.Thread | mp.process.BaseProcess | None = None
 
     # ------------------------------------------------------------------ RolloutWorkerProtocol
@@ -144,25 +131,30 @@ class ToolEnvsRolloutWorker:
         if self.in_process:
             self._runner = threading.Thread(target=_run, args=args, name="tool-envs-rollouts")
         else:
-            try:
-                pickle.dumps(self._loop_kwargs)
-            except (pickle.PicklingError, AttributeError, TypeError) as exc:
-                raise TypeError(
-                    "ToolEnvsRolloutWorker sends its tasks, tokenizer, reward_funcs and "
-                    "RolloutConfig (env_wrappers included) to a spawned process, so they must be "
-                    "picklable: use module-level functions and classes, not lambdas or closures "
-                    f"({exc})"
-                ) from exc
+            self.check_picklable()
             self._runner = mp.get_context("spawn").Process(
                 target=_run, args=args, name="tool-envs-rollouts", daemon=True
             )
         self._runner.start()
 
+    def check_picklable(self) -> None:
+        """Raise a clear TypeError if what :meth:`start` sends to the worker's process cannot
+        be pickled (a lambda reward function, a closure env wrapper)."""
+        try:
+            pickle.dumps(self._loop_kwargs)
+        except (pickle.PicklingError, AttributeError, TypeError) as exc:
+            raise TypeError(
+                "ToolEnvsRolloutWorker sends its tasks, tokenizer, reward_funcs and "
+                "RolloutConfig (env_wrappers included) to a spawned process, so they must be "
+                "picklable: use module-level functions and classes, not lambdas or closures "
+                f"({exc})"
+            ) from exc
+
     def check_health(self, stale_after_s: float) -> None:
         """Raise if the worker failed, or finished no group for ``stale_after_s`` seconds."""
         if self._shared.failed.is_set():
-            try:
-                detail = self._shared.errors.get_nowait()
+            try:  # a multiprocessing queue may take a moment to deliver what was put
+                detail = self._shared.errors.get(timeout=1.0)
             except queue.Empty:
                 detail = "no traceback was passed on"
             raise RuntimeError(f"the tool_envs rollout worker failed:\n{detail}")
@@ -186,44 +178,32 @@ class ToolEnvsRolloutWorker:
 
 
 class _Shared:
-    """State shared with the runner: version, heartbeat, stop / failed flags, the error."""
+    """State shared with the runner: policy version, heartbeat, stop / failed flags, the error."""
 
-    def __init__(
-        self, lock: Any, version: Any, heartbeat: Any, stop: Any, failed: Any, errors: Any
-    ):
-        self._lock = lock  # thread mode; multiprocessing Values carry their own
-        self._version = version
-        self._heartbeat = heartbeat
-        self.stop = stop
-        self.failed = failed
-        self.errors = errors
-
-    def _get(self, box: Any) -> Any:
-        return box[0] if isinstance(box, list) else box.value
-
-    def _set(self, box: Any, value: Any) -> None:
-        if isinstance(box, list):
-            with self._lock:
-                box[0] = value
-        else:
-            with box.get_lock():
-                box.value = value
+    def __init__(self, context: Any):
+        self._version = context.Value("i", 0)
+        self._heartbeat = context.Value("d", time.time())
+        self.stop = context.Event()
+        self.failed = context.Event()
+        self.errors = context.Queue(1)
 
     @property
     def version(self) -> int:
-        return int(self._get(self._version))
+        return int(self._version.value)
 
     @version.setter
     def version(self, value: int) -> None:
-        self._set(self._version, int(value))
+        with self._version.get_lock():
+            self._version.value = int(value)
 
     @property
     def heartbeat(self) -> float:
-        return float(self._get(self._heartbeat))
+        return float(self._heartbeat.value)
 
     @heartbeat.setter
     def heartbeat(self, value: float) -> None:
-        self._set(self._heartbeat, float(value))
+        with self._heartbeat.get_lock():
+            self._heartbeat.value = float(value)
 
 
 # --------------------------------------------------------------------------- the runner

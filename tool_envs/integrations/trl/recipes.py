@@ -48,6 +48,24 @@ class TaskArguments:
         return load_task_sources(self.tasks, split or self.task_split, count, where)
 
 
+@dataclass
+class EpisodeArguments(TaskArguments):
+    """How episodes run (shared by the GRPO recipes, synchronous and asynchronous)."""
+
+    max_tokens_per_turn: int = field(default=256, metadata={"help": "Cap on one assistant turn."})
+    max_turns: int | None = field(
+        default=None, metadata={"help": "Turns per episode (env default)."}
+    )
+    env_kwargs: str = field(default="{}", metadata={"help": 'JSON: {"env id": {kwarg: value}}.'})
+    template_kwargs: str = field(default="{}", metadata={"help": "JSON: extra template variables."})
+    step_timeout: float | None = field(
+        default=600.0,
+        metadata={
+            "help": "Seconds an env step may take; past it the episode is void (not trained on)."
+        },
+    )
+
+
 def load_task_sources(
     sources: Sequence[str],
     split: str,

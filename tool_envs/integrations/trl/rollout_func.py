@@ -172,7 +172,8 @@ _STRUCTURED = ("structured_outputs", "guided_", "response_format")
 
 
 def sampling_settings(args: Any, stop_token_ids: Iterable[int] = ()) -> SamplingSettings:
-    """The rollouts' sampling from a ``GRPOConfig``; refuses what multi-turn rollouts cannot do.
+    """The rollouts' sampling from a ``GRPOConfig`` (or ``AsyncGRPOConfig``); refuses what
+    multi-turn rollouts cannot do.
 
     Passed through: ``temperature``, ``top_p``, ``top_k``, ``min_p``, ``repetition_penalty``,
     ``generation_kwargs`` (backend-native fields; they override the others). Refused:
@@ -187,7 +188,7 @@ def sampling_settings(args: Any, stop_token_ids: Iterable[int] = ()) -> Sampling
             "rollout_func: structured outputs constrain one completion, and a multi-turn episode "
             "is several turns with environment text between them. Unset it."
         )
-    extra = dict(args.generation_kwargs or {})
+    extra = dict(getattr(args, "generation_kwargs", None) or {})
     structured = sorted(k for k in extra if k.startswith(_STRUCTURED))
     if structured:
         raise ValueError(

@@ -398,7 +398,7 @@ class ToolEnvsVLLMGeneration(VLLMGeneration):
                 timeout=self.server_timeout,
             )
         else:
-            for _ in named_params:
+            for _ in named_params:  # take part in the gathers; the tensors are not kept
                 pass
         self.accelerator.wait_for_everyone()
 
