@@ -70,13 +70,14 @@ def check_committed_dataset(tmp_path, name, test_rows):
 
 
 def check_generation_is_seeded(generate_tables, generate_splits, tables, sizes):
-    """Tables come back the same for seed 0 in under a second and differ for seed 1; splits
-    are the same for the same seed and differ for another."""
+    """Tables come back the same for seed 0 and differ for seed 1; splits are the same for the
+    same seed and differ for another. Generation takes ~0.08 s; the 10 s bound only catches a
+    pathological slowdown (a 1 s bound failed once in CI while vLLM servers shared the cores)."""
     started = time.perf_counter()
     again = generate_tables(0)
     elapsed = time.perf_counter() - started
     print(f"generate_tables(0): {elapsed * 1000:.0f} ms")
-    assert elapsed < 1.0
+    assert elapsed < 10.0
     assert again == tables
     assert generate_tables(1) != tables
     small = generate_splits(sizes, seed=3)
