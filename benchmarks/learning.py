@@ -1,57 +1,64 @@
 """Does GRPO through our rollout function and recipes actually teach? Three arms on held-out tasks.
 
-    python benchmarks/learning.py [--seed 0] [--grpo-steps 150] [--eval-tasks 200] [--quick]
+    python benchmarks/learning.py [--seed 0] [--grpo-steps 300] [--eval-tasks 200] [--quick]
 
 Goal (from the issue): on one of our own envs (``tool_envs/Calculator-v0``, single-operation
 tasks), through our own recipes (``recipes/train_sft.py``, ``recipes/train_grpo.py``, run as
-subprocesses exactly as users run them) and rollout function, a tiny model warm-started by SFT on
-gold trajectories (stopped early, mid-learning) is trained with GRPO in three arms from the SAME
-checkpoint with identical settings except:
+subprocesses exactly as users run them, with the CPU demo's configs) and rollout function, a
+tiny model warm-started by SFT on gold trajectories (stopped early, mid-learning) is trained with
+GRPO in three arms from the SAME checkpoint with identical settings except:
 
-- treated: the recipe as shipped (lr 5e-5, reward = the env's reward);
-- zero-LR: ``--learning_rate 0`` (samples and steps like treated; the no-change control);
+- treated: the recipe as shipped (reward = the env's reward);
+- zero-LR: ``--learning_rate 0`` (samples and steps like treated; the no-change control). Its
+  final weights are bit-identical to the SFT checkpoint (checked whenever it runs), so by default
+  it is not trained and the SFT checkpoint's outcomes are its row; ``--arms treated zero-lr
+  placebo`` trains it;
 - placebo: rewards shuffled within each batch (:func:`shuffled_env_reward`), so the advantage
   carries no information about the completion it is attached to.
 
-Each final model, and the SFT checkpoint ("before"), is evaluated greedily on the same held-out
-tasks (in neither the SFT nor the GRPO training tasks, nor the SFT stop check's tasks). Treated
-must beat both controls with an exact two-sided McNemar test on the paired per-task outcomes,
-p < 0.01. The training curves (per-step ``env/success_rate`` of the sampled rollouts, from each
-arm's ``metrics.jsonl``) are printed and drawn to ``learning_curves.png``.
+Tasks are the demo's generated set (``tool-envs calculator-tasks --difficulty 1``): SFT learns
+from 2,000 training tasks and stops on the test split, GRPO trains on all 8,000, and the
+held-out split is in none of them. Each final model and the SFT checkpoint ("before") are scored
+greedily on the held-out tasks. Treated must beat both controls with an exact two-sided McNemar
+test on the paired per-task outcomes, p < 0.01. The training curves (per-step
+``env/success_rate`` of the sampled rollouts, from each arm's ``metrics.jsonl``) are printed and
+drawn to ``learning_curves.png``. A seed whose SFT never reaches its target is a FAIL.
 
-Not part of CI: ~15-25 minutes on 2 CPU cores. ``--quick`` is a smoke run of the plumbing (a few
-steps; it is not expected to pass). ``--reuse`` skips stages whose output folder already holds
-the same command's finished result (e.g. rerun only the evaluation, or add an arm length).
+Not part of CI: ~10-13 minutes a seed on 2 CPU cores (the arms run at once). ``--quick`` is
+a smoke run of the plumbing (a few steps; no verdict). ``--reuse`` skips stages whose output
+folder already holds the same command's finished result. ``--sft-args``, ``--grpo-args`` (with
+``--variant``) and ``--arms`` run the variants measured in ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import random
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
+
+from tool_envs.integrations.trl.heldout import discordant, greedy_outcomes, mcnemar_exact
 
 REPO = Path(__file__).resolve().parents[1]
 SFT_CONFIG = REPO / "recipes/configs/calculator_cpu_sft.yaml"
 GRPO_CONFIG = REPO / "recipes/configs/calculator_cpu_grpo.yaml"
 ENV_ID = "tool_envs/Calculator-v0"
-HELDOUT_SEED = 2026  # fixed, so every seed and arm is scored on the same tasks
+TASK_SEED = 0  # the task set's draw: fixed, so every seed and arm sees the same tasks
+TRAIN_TASKS, DEV_TASKS = 8000, 100  # as `tool-envs calculator-tasks` writes for `make demo`
 ALPHA = 0.01
 PLACEBO_SEED_VARIABLE = "TOOL_ENVS_PLACEBO_SEED"
 ARMS = ("treated", "zero-lr", "placebo")
-# Evaluation budgets: those of the SFT stop check (EnvSuccessCallback's defaults).
-EVAL_MAX_COMPLETION = 256
-EVAL_MAX_TOKENS_PER_TURN = 64
 
 
 # ---------------------------------------------------------------------------- the placebo reward
@@ -77,22 +84,6 @@ def shuffled_env_reward(
 # ---------------------------------------------------------------------------- statistics
 
 
-def mcnemar_exact(b: int, c: int) -> float:
-    """Exact two-sided McNemar p-value: discordant pairs b and c under Binomial(b + c, 1/2)."""
-    n = b + c
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1))
-    return min(1.0, 2 * tail / 2**n)
-
-
-def discordant(treated: Sequence[int], other: Sequence[int]) -> tuple[int, int]:
-    """(b, c): tasks only the treated arm solves, and tasks only the other arm solves."""
-    b = sum(1 for t, o in zip(treated, other, strict=True) if t and not o)
-    c = sum(1 for t, o in zip(treated, other, strict=True) if o and not t)
-    return b, c
-
-
 def smooth(values: Sequence[float], window: int) -> list[float]:
     """Trailing moving average (shorter at the start), to read a noisy 32-rollout success rate."""
     out = []
@@ -105,33 +96,19 @@ def smooth(values: Sequence[float], window: int) -> list[float]:
 # ---------------------------------------------------------------------------- tasks
 
 
-def heldout_tasks(count: int, seed: int = HELDOUT_SEED) -> list[dict[str, Any]]:
-    """``count`` single-operation tasks whose expressions appear in no shipped split.
+def task_set(out: Path, heldout: int) -> dict[str, list[dict[str, Any]]]:
+    """The demo's task set (``tool-envs calculator-tasks --difficulty 1``), written to OUT/tasks.
 
-    SFT learns from the shipped train split and stops on its test split; GRPO trains on the train
-    split; so excluding both keeps the evaluation free of anything training or stopping saw.
+    8,000 training tasks (SFT reads the first 2,000, GRPO all), 100 for the SFT stop check and
+    ``heldout`` for the evaluation; no expression is in two splits, so the held-out tasks are
+    unseen by training and by the stop check alike.
     """
-    from tool_envs.calculator import default_splits, generate_splits
+    from tool_envs.calculator.task_set import write_task_set
+    from tool_envs.data import load_tasks
 
-    used = {row["extra_info"]["expression"] for rows in default_splits().values() for row in rows}
-    size = max(4 * count, 100)
-    while True:  # a longer draw at the same seed extends the same sequence of tasks
-        rows = [
-            row
-            for row in generate_splits({"heldout": size}, seed=seed)["heldout"]
-            if row["extra_info"]["difficulty"] == 1 and row["extra_info"]["expression"] not in used
-        ]
-        if len(rows) >= count:
-            return rows[:count]
-        size *= 2
-
-
-def write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Rows in storage form, one JSON object a line (readable by ``tool_envs.data.load_tasks``)."""
-    from tool_envs.data import encode_row
-
-    lines = [json.dumps(encode_row(row), sort_keys=True) for row in rows]
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    sizes = {"train": TRAIN_TASKS, "test": DEV_TASKS, "heldout": heldout}
+    folder = write_task_set(out / "tasks", sizes, difficulty=1, seed=TASK_SEED)
+    return {split: load_tasks(folder, split=split) for split in sizes}
 
 
 # ---------------------------------------------------------------------------- stages
@@ -216,6 +193,18 @@ def sft_stop_history(log_path: Path) -> list[tuple[int, float]]:
     return [(int(step), float(value)) for step, value in pattern.findall(text)]
 
 
+def sft_reached(folder: Path) -> bool | None:
+    """The SFT recipe's own verdict on its stop target (None: no summary written)."""
+    path = folder / "sft_summary.json"
+    return json.loads(path.read_text())["reached"] if path.is_file() else None
+
+
+def sft_log_tail(log_path: Path) -> str:
+    """The recipe's closing message (its last non-empty line)."""
+    lines = [line for line in log_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
 # ---------------------------------------------------------------------------- evaluation
 
 
@@ -224,25 +213,11 @@ def evaluate(model_dir: Path, tasks: Sequence[Mapping[str, Any]], threads: int) 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from tool_envs.rollout import (
-        RolloutConfig,
-        RolloutEngine,
-        SamplingSettings,
-        TransformersBackend,
-    )
-
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
-    backend = TransformersBackend(model, pad_token_id=tokenizer.pad_token_id)
-    config = RolloutConfig(
-        max_completion_length=EVAL_MAX_COMPLETION, max_tokens_per_turn=EVAL_MAX_TOKENS_PER_TURN
-    )
-    greedy = SamplingSettings(temperature=0.0)
-    with torch.inference_mode(), RolloutEngine(tokenizer, backend, greedy, config) as engine:
-        rollouts = engine.run(list(tasks))
-    return [int(rollout.success) for rollout in rollouts]
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    return greedy_outcomes(model, tokenizer, tasks)
 
 
 def evaluate_cached(
@@ -372,7 +347,7 @@ def plot(
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seed", type=int, default=0, help="model init, SFT, GRPO, placebo")
-    parser.add_argument("--grpo-steps", type=int, default=150)
+    parser.add_argument("--grpo-steps", type=int, default=300)
     parser.add_argument("--eval-tasks", type=int, default=200, help="held-out tasks per eval")
     parser.add_argument("--out", type=Path, default=Path("outputs/learning"))
     parser.add_argument(
@@ -380,8 +355,39 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--quick", action="store_true", help="smoke run: a few steps, no verdict")
     parser.add_argument("--reuse", action="store_true", help="skip stages already run identically")
-    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--arms",
+        nargs="+",
+        choices=ARMS,
+        default=["treated", "placebo"],
+        help="arms to train; zero-LR, when not trained, is scored as the SFT checkpoint (lr 0 "
+        "leaves its weights bit-identical, as every run of it checked)",
+    )
+    parser.add_argument(
+        "--grpo-args",
+        default="",
+        help="extra flags for every arm's GRPO command, e.g. '--lr_scheduler_type linear' "
+        "(needs --variant)",
+    )
+    parser.add_argument(
+        "--sft-args", default="", help="extra flags for the SFT command, e.g. '--max_steps 1000'"
+    )
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=3,
+        help="GRPO arms run at once, each a --threads process (on 2 cores 3 at once still "
+        "saves wall time: see benchmarks/README.md)",
+    )
+    parser.add_argument(
+        "--variant", default="", help="names the arms' folders, so variants of one SFT coexist"
+    )
+    args = parser.parse_args(argv)
+    if args.grpo_args and not args.variant:
+        parser.error(
+            "--grpo-args needs --variant NAME, so the variant's arms get their own folders"
+        )
+    return args
 
 
 def stages(args: argparse.Namespace, out: Path) -> tuple[Stage, Stage, dict[str, Stage]]:
@@ -394,10 +400,15 @@ def stages(args: argparse.Namespace, out: Path) -> tuple[Stage, Stage, dict[str,
         [python, "-m", "tool_envs.cli", "tiny-model", *tiny_flags, "--seed", str(args.seed)],
         model_dir,
     )
+    task_flags = ["--tasks", str(out / "tasks")]
     sft_flags = ["--model_name_or_path", str(model_dir), "--output_dir", str(sft_dir)]
+    sft_flags += task_flags
     sft_flags += ["--stop_at_success", "0.3", "--seed", str(args.seed)]
+    sft_flags += shlex.split(args.sft_args)
     if args.quick:
+        # Plumbing only: a target of 0 is met at the first check, so the run goes on to GRPO.
         sft_flags += ["--max_steps", "10", "--eval_every", "5", "--eval_tasks", "10"]
+        sft_flags += ["--stop_at_success", "0"]
     sft = Stage(
         "sft", [python, "recipes/train_sft.py", "--config", str(SFT_CONFIG), *sft_flags], sft_dir
     )
@@ -409,9 +420,11 @@ def stages(args: argparse.Namespace, out: Path) -> tuple[Stage, Stage, dict[str,
     }
     arms = {}
     for arm in args.arms:
-        folder = out / f"grpo-{arm}-{steps}"
+        folder = out / "-".join(filter(None, ["grpo", arm, str(steps), args.variant]))
         flags = ["--model_name_or_path", str(sft_dir), "--output_dir", str(folder)]
-        flags += ["--max_steps", str(steps), "--seed", str(args.seed), *arm_flags[arm]]
+        flags += ["--max_steps", str(steps), "--seed", str(args.seed), *task_flags]
+        flags += ["--heldout_split", ""]  # scored here instead, per task, against every arm
+        flags += [*shlex.split(args.grpo_args), *arm_flags[arm]]
         arms[arm] = Stage(
             folder.name,
             [python, "recipes/train_grpo.py", "--config", str(GRPO_CONFIG), *flags],
@@ -468,15 +481,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     timings: dict[str, float] = {}
 
     start = time.perf_counter()
-    tasks = heldout_tasks(20 if args.quick else args.eval_tasks)
-    write_jsonl(out / "heldout.jsonl", tasks)
+    tasks = task_set(out, 20 if args.quick else args.eval_tasks)["heldout"]
     count = len(tasks)
-    timings["held-out tasks"] = time.perf_counter() - start
-    print(f"{count} held-out single-operation tasks (seed {HELDOUT_SEED}) -> {out}/heldout.jsonl")
-
+    timings["task set"] = time.perf_counter() - start
+    print(f"task set (seed {TASK_SEED}): {TRAIN_TASKS} train, {DEV_TASKS} test, {count} held-out")
     tiny, sft, arms = stages(args, out)
     timings["tiny model"], reused = run_stage(tiny, args.threads, args.reuse, logs)
-    timings["SFT"], reused = run_stage(sft, args.threads, args.reuse and reused, logs)
+    try:
+        timings["SFT"], reused = run_stage(sft, args.threads, args.reuse and reused, logs)
+    except SystemExit:
+        if sft_reached(sft.folder) is not False:
+            raise
+        # The recipe said why on its last line: a seed whose warm start failed is a FAIL.
+        print(sft_log_tail(logs / "sft.log"))
+        print("VERDICT: FAIL (SFT never reached its target; no GRPO arm was run)")
+        summary = {"seed": args.seed, "verdict": False, "failure": "sft_target"}
+        summary["sft_stop_checks"] = sft_stop_history(logs / "sft.log")
+        (out / "summary.json").write_text(json.dumps(summary, indent=1))
+        return 1
     history = sft_stop_history(logs / "sft.log")
     if history:
         shown = ", ".join(f"step {step}: {value:.2f}" for step, value in history[-4:])
@@ -487,13 +509,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     before, timings["eval SFT"] = evaluate_cached("sft", sft.folder, tasks, args.threads, evals)
     print(f"before GRPO: held-out greedy success {sum(before)}/{count}", flush=True)
     after: dict[str, list[int]] = {}
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool:  # each arm is a subprocess
+        running = {
+            arm: pool.submit(run_stage, stage, args.threads, args.reuse and reused, logs)
+            for arm, stage in arms.items()
+        }
+        for arm, future in running.items():
+            timings[f"GRPO {arm}"], _ = future.result()
+    timings["GRPO arms (wall)"] = time.perf_counter() - start
     for arm, stage in arms.items():
-        timings[f"GRPO {arm}"], _ = run_stage(stage, args.threads, args.reuse and reused, logs)
         after[arm], timings[f"eval {arm}"] = evaluate_cached(
-            arm, stage.folder, tasks, args.threads, evals
+            stage.folder.name, stage.folder, tasks, args.threads, evals
         )
         print(f"{arm}: held-out greedy success {sum(after[arm])}/{count}", flush=True)
-    timings["total"] = sum(timings.values())  # reused stages count as when they ran
+    if "zero-lr" not in arms and "treated" in arms and not args.quick:
+        # Not trained: lr 0 leaves the SFT weights bit-identical (checked whenever it runs), so
+        # its final model IS the SFT checkpoint, already scored. Its compute goes to the others.
+        after["zero-lr"] = before
+        print("zero-lr: not trained; scored as the SFT checkpoint (bit-identical at lr 0)")
+    arm_seconds = sum(timings.pop(f"GRPO {arm}") for arm in arms)
+    timings["GRPO arms (sum)"] = arm_seconds
+    timings["total"] = sum(v for k, v in timings.items() if k != "GRPO arms (sum)")
 
     print(
         f"\nLearning benchmark: seed {args.seed}, {steps} GRPO steps per arm, {count} held-out "

@@ -17,8 +17,12 @@ CPU configs: ``recipes/configs/calculator_cpu_grpo_vllm_{colocate,server}.yaml``
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tool_envs.integrations.trl.recipes import EpisodeArguments, quiet_console
 
@@ -61,6 +65,18 @@ class EnvArguments(EpisodeArguments):
         default=None,
         metadata={"help": "http sync: folder the vLLM server can read (default: a temp dir)."},
     )
+    heldout_split: str | None = field(
+        default=None,
+        metadata={
+            "help": "Split of the task sources (e.g. 'heldout') to score greedily before and "
+            "after training: success of both models, and an exact McNemar p-value."
+        },
+    )
+    heldout_tasks: int = field(default=200, metadata={"help": "Most tasks from heldout_split."})
+    heldout_summary: str = field(
+        default="heldout_summary.json",
+        metadata={"help": "File in output_dir for the before/after comparison."},
+    )
     dry_run: bool = field(
         default=False, metadata={"help": "Validate config, tasks, envs, template."}
     )
@@ -76,6 +92,7 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
 
     from tool_envs.integrations.trl import TaskRowEnvironment, make_rollout_func
     from tool_envs.integrations.trl.callbacks import MetricsFile, one_line_logs, plot_reward_curve
+    from tool_envs.integrations.trl.heldout import HeldoutComparison
     from tool_envs.integrations.trl.recipes import (
         check_model_path,
         check_setup,
@@ -87,6 +104,7 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
     )
     from tool_envs.integrations.trl.vllm_sync import ToolEnvsGRPOTrainer
 
+    started = time.perf_counter()
     check_model_path(model_args.model_name_or_path)
     reward_funcs = [import_function(spec) for spec in env_args.reward_funcs]
     env_kwargs = parse_json_argument("env_kwargs", env_args.env_kwargs)
@@ -94,6 +112,19 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
     resolve_chat_template(tokenizer, env_args.chat_template)
     rows = env_args.load()
+    heldout = (
+        env_args.load(env_args.heldout_split, env_args.heldout_tasks)
+        if env_args.heldout_split
+        else []
+    )
+    if heldout:
+        seen = {json.dumps(row["prompt"], sort_keys=True) for row in rows}
+        overlap = sum(json.dumps(row["prompt"], sort_keys=True) in seen for row in heldout)
+        print(
+            f"held-out: {len(heldout)} tasks of split {env_args.heldout_split!r}, scored "
+            f"greedily before and after training"
+            + (f"; WARNING: {overlap} of them are also training tasks" if overlap else "")
+        )
     for line in check_setup(tokenizer, rows, env_kwargs, template_kwargs):
         print(line)
     if env_args.preview_tasks:
@@ -128,13 +159,40 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
         vllm_sync_dir=env_args.vllm_sync_dir,
     )
     one_line_logs(trainer)
-    if training_args.use_vllm and trainer.accelerator.is_main_process:
+    main_process = trainer.accelerator.is_main_process
+    if training_args.use_vllm and main_process:
         print(f"vLLM weight sync: {trainer.vllm_generation.weight_sync}", flush=True)
+    score = heldout_scorer(heldout, tokenizer, trainer) if main_process and heldout else None
+    before = score("the starting model") if score else None
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(training_args.output_dir)
-    if trainer.accelerator.is_main_process:
-        curve = plot_reward_curve(metrics_path, Path(training_args.output_dir) / "reward_curve.png")
+    if main_process:
+        output = Path(training_args.output_dir)
+        comparison = HeldoutComparison.of(before, score("the trained model")) if score else None
+        curve = plot_reward_curve(metrics_path, output / "reward_curve.png", heldout=comparison)
         print(f"saved the model to {training_args.output_dir} and the reward curve to {curve}")
+        if comparison:
+            print(comparison.table())
+            seconds = round(time.perf_counter() - started, 1)
+            steps = trainer.state.global_step
+            summary = comparison.write(
+                output / env_args.heldout_summary, steps=steps, seconds=seconds
+            )
+            print(f"held-out comparison: {summary}")
+
+
+def heldout_scorer(
+    tasks: list[dict[str, Any]], tokenizer: Any, trainer: Any
+) -> Callable[[str], list[int]]:
+    """``(which) -> per-task greedy outcomes`` of the trainer's current model on ``tasks``."""
+    from tool_envs.integrations.trl.heldout import greedy_outcomes
+
+    def score(which: str) -> list[int]:
+        print(f"held-out: scoring {which} greedily on {len(tasks)} tasks", flush=True)
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        return greedy_outcomes(model, tokenizer, tasks)
+
+    return score
 
 
 if __name__ == "__main__":

@@ -5,12 +5,16 @@
 Gold turns are played through each env by the rollout engine, so SFT trains on exactly the token
 layout GRPO uses later, with the loss on assistant tokens only. With ``stop_at_success`` training
 stops once greedy success on held-out tasks reaches it: a warm start for RL should stop
-mid-learning, or every GRPO group gets equal rewards and nothing is left to learn.
+mid-learning, or every GRPO group gets equal rewards and nothing is left to learn. A run that
+ends without reaching it still saves the model, but exits 1 saying so (and
+``sft_summary.json`` records it): GRPO from a near-zero policy learns nothing, silently.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tool_envs.integrations.trl.recipes import TaskArguments, quiet_console
 
@@ -75,6 +79,16 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
     trainer.save_model(training_args.output_dir)
     tokenizer.save_pretrained(training_args.output_dir)
     print(f"saved to {training_args.output_dir}; greedy success checks: {success.history}")
+    shortfall = success.shortfall(trainer.state.global_step)
+    summary = {
+        "steps": trainer.state.global_step,
+        "stop_at_success": gold_args.stop_at_success,
+        "reached": success.reached,
+        "checks": success.history,
+    }
+    Path(training_args.output_dir, "sft_summary.json").write_text(json.dumps(summary, indent=1))
+    if shortfall:
+        raise SystemExit(f"SFT stopped short of its target: {shortfall}")
 
 
 if __name__ == "__main__":

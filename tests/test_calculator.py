@@ -82,3 +82,35 @@ def test_committed_dataset_matches_its_builder_and_loads(tmp_path):
         assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name
     rows = load_tasks(str(committed), split="test")
     assert rows == [validate_row(r) for r in default_splits()["test"]]
+
+
+def test_generated_sets_of_one_difficulty_exclude_given_expressions_and_stop_when_spent():
+    heldout = generate_splits({"heldout": 50}, seed=5, difficulty=1)["heldout"]
+    excluded = {row["extra_info"]["expression"] for row in heldout}
+    splits = generate_splits({"train": 400, "test": 40}, seed=5, difficulty=1, exclude=excluded)
+    expressions = [row["extra_info"]["expression"] for rows in splits.values() for row in rows]
+    assert len(expressions) == len(set(expressions)) == 440 and not excluded & set(expressions)
+    assert all(row["extra_info"]["difficulty"] == 1 for rows in splits.values() for row in rows)
+    assert all(len(row["reward_spec"]["gold_calls"]) == 1 for row in splits["train"])
+    # The default mix is the shipped stream: a difficulty argument does not perturb it.
+    assert generate_splits() == default_splits()
+    with pytest.raises(ValueError, match="difficulty must be 1, 2, 3 or None"):
+        generate_splits({"train": 1}, difficulty=4)
+    with pytest.raises(ValueError, match="distinct problems drawn"):
+        generate_splits({"train": 30_000}, difficulty=1)  # ~21,000 exist
+
+
+def test_the_calculator_tasks_command_writes_a_loadable_dataset(tmp_path):
+    from tool_envs.cli import main
+    from tool_envs.data import load_tasks
+
+    out = tmp_path / "tasks"
+    args = ["calculator-tasks", "--out", str(out), "--difficulty", "1", "--seed", "3"]
+    assert main([*args, "--split", "train=30", "--split", "heldout=5"]) in (0, None)
+    assert (out / "README.md").is_file()
+    train, heldout = load_tasks(out, split="train"), load_tasks(out, split="heldout")
+    assert len(train) == 30 and len(heldout) == 5
+    seen = {row["extra_info"]["expression"] for row in train}
+    assert not seen & {row["extra_info"]["expression"] for row in heldout}
+    with pytest.raises(SystemExit):
+        main(["calculator-tasks", "--out", str(out), "--split", "train=0"])

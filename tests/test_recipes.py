@@ -34,6 +34,15 @@ def tiny_model(tmp_path_factory):
     return build_tiny_model_for_env("tool_envs/Calculator-v0", folder, num_layers=2, hidden_size=64)
 
 
+@pytest.fixture(scope="module")
+def calculator_tasks(tmp_path_factory):
+    """A small generated task set in the layout of the demo's outputs/calculator-tasks."""
+    from tool_envs.calculator.task_set import write_task_set
+
+    folder = tmp_path_factory.mktemp("calculator-tasks")
+    return write_task_set(folder, {"train": 64, "test": 16, "heldout": 8}, difficulty=1)
+
+
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.name)
 def test_every_config_names_only_known_options(config):
     import dataclasses
@@ -78,11 +87,11 @@ def test_the_async_recipe_dry_run_checks_tasks_and_the_worker(tiny_model, tmp_pa
     assert f"dry run: {count} tasks, the setup and the rollout worker are valid" in out
 
 
-def run(script, *args, timeout=300, with_stderr=False):
+def run(script, *args, timeout=300, with_stderr=False, exit_code=0):
     # No TRL_EXPERIMENTAL_SILENCE here: the recipes set it themselves, as a user runs them.
     command = [sys.executable, str(REPO / "recipes" / script), *map(str, args)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=REPO)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.returncode == exit_code, result.stdout[-3000:] + result.stderr[-3000:]
     return (result.stdout, result.stderr) if with_stderr else result.stdout
 
 
@@ -99,11 +108,13 @@ def assert_a_quiet_console(stdout, stderr, steps):
     assert len(messages) == len(set(messages)), "\n".join(warnings)
 
 
-def test_dry_run_validates_without_training(tiny_model, tmp_path):
+def test_dry_run_validates_without_training(tiny_model, calculator_tasks, tmp_path):
     out = run(
         "train_grpo.py",
         "--config",
         REPO / "recipes/configs/calculator_cpu_grpo.yaml",
+        "--tasks",
+        calculator_tasks,
         "--model_name_or_path",
         tiny_model,
         "--output_dir",
@@ -112,17 +123,20 @@ def test_dry_run_validates_without_training(tiny_model, tmp_path):
         "--preview_tasks",
         "1",
     )
-    easy = sum(r["extra_info"]["difficulty"] == 1 for r in default_splits()["train"])
-    assert f"tool_envs/Calculator-v0: {easy} tasks, 4 tools, chat template OK" in out
+    assert "tool_envs/Calculator-v0: 64 tasks, 4 tools, chat template OK" in out
+    assert "held-out: 8 tasks of split 'heldout', scored greedily before and after" in out
+    assert "WARNING" not in out  # the held-out split shares no task with the training split
     assert "prompt tokens)" in out and "<|im_start|>assistant" in out
-    assert f"dry run: {easy} tasks" in out and not (tmp_path / "metrics.jsonl").exists()
+    assert "dry run: 64 tasks" in out and not (tmp_path / "metrics.jsonl").exists()
 
 
-def test_preview_tasks_prints_prompts_and_exits(tiny_model, tmp_path):
+def test_preview_tasks_prints_prompts_and_exits(tiny_model, calculator_tasks, tmp_path):
     out = run(
         "train_grpo.py",
         "--config",
         REPO / "recipes/configs/calculator_cpu_grpo.yaml",
+        "--tasks",
+        calculator_tasks,
         "--model_name_or_path",
         tiny_model,
         "--output_dir",
@@ -171,8 +185,17 @@ def test_a_missing_local_model_folder_names_the_command_that_makes_it(tmp_path):
     with pytest.raises(EnvConfigError, match="tool-envs tiny-model"):
         check_model_path("outputs/tiny-calculator")
 
+    # The demo's task set, missing: named, with the command that writes it (not a Hub error).
+    from tool_envs.integrations.trl.recipes import TaskArguments
 
-def test_dry_run_rejects_a_template_that_drops_tool_calls(tiny_model, tmp_path):
+    with pytest.raises(EnvConfigError) as error:
+        TaskArguments(tasks=["outputs/calculator-tasks"]).load()
+    message = str(error.value)
+    assert "--tasks 'outputs/calculator-tasks' is a local folder" in message
+    assert "tool-envs calculator-tasks --out outputs/calculator-tasks" in message
+
+
+def test_dry_run_rejects_a_template_that_drops_tool_calls(tiny_model, calculator_tasks, tmp_path):
     template = tmp_path / "bad.jinja"
     template.write_text("{% for m in messages %}{{ m.content }}<|im_end|>{% endfor %}")
     command = [
@@ -180,6 +203,8 @@ def test_dry_run_rejects_a_template_that_drops_tool_calls(tiny_model, tmp_path):
         str(REPO / "recipes/train_grpo.py"),
         "--config",
         str(REPO / "recipes/configs/calculator_cpu_grpo.yaml"),
+        "--tasks",
+        str(calculator_tasks),
         "--model_name_or_path",
         str(tiny_model),
         "--output_dir",
@@ -192,12 +217,14 @@ def test_dry_run_rejects_a_template_that_drops_tool_calls(tiny_model, tmp_path):
     assert result.returncode != 0 and "chat template cannot be used" in result.stderr
 
 
-def test_sft_then_grpo_short_runs(tiny_model, tmp_path):
+def test_sft_then_grpo_short_runs(tiny_model, calculator_tasks, tmp_path):
     sft_dir, grpo_dir = tmp_path / "sft", tmp_path / "grpo"
     out, err = run(
         "train_sft.py",
         "--config",
         REPO / "recipes/configs/calculator_cpu_sft.yaml",
+        "--tasks",
+        calculator_tasks,
         "--model_name_or_path",
         tiny_model,
         "--output_dir",
@@ -215,9 +242,16 @@ def test_sft_then_grpo_short_runs(tiny_model, tmp_path):
         "--per_device_train_batch_size",
         4,
         with_stderr=True,
+        exit_code=1,  # 2 steps cannot reach the config's stop_at_success 0.3: said, not hidden
     )
     assert_a_quiet_console(out, err, steps=2)
     assert "32 gold trajectories" in out and "greedy success checks: [(2, " in out
+    assert "SFT stopped short of its target: greedy success never reached 0.30" in err
+    assert "within 2 steps" in err and "raise max_steps" in err
+    summary = json.loads((sft_dir / "sft_summary.json").read_text())
+    assert summary["reached"] is False and summary["steps"] == 2
+    assert summary["stop_at_success"] == 0.3 and summary["checks"][0][0] == 2
+    # The model is still saved (no work lost), for a user who wants it anyway.
     assert (sft_dir / "model.safetensors").exists() and (sft_dir / "tokenizer.json").exists()
 
     grpo_dir.mkdir()  # metrics of an earlier run in the same folder: moved aside, not mixed in
@@ -226,6 +260,8 @@ def test_sft_then_grpo_short_runs(tiny_model, tmp_path):
         "train_grpo.py",
         "--config",
         REPO / "recipes/configs/calculator_cpu_grpo.yaml",
+        "--tasks",
+        calculator_tasks,
         "--model_name_or_path",
         sft_dir,
         "--output_dir",
@@ -248,13 +284,22 @@ def test_sft_then_grpo_short_runs(tiny_model, tmp_path):
     assert [r["step"] for r in records if "env/success_rate" in r] == [1, 2]
     assert (grpo_dir / "reward_curve.png").stat().st_size > 1000
     assert (grpo_dir / "model.safetensors").exists()
+    # Held-out greedy success before and after, paired on the same 8 unseen tasks.
+    assert "Held-out greedy success (8 tasks no training step saw)" in out
+    assert "exact McNemar p-value" in out
+    summary = json.loads((grpo_dir / "demo_summary.json").read_text())
+    assert summary["n_tasks"] == 8 and summary["steps"] == 2 and summary["seconds"] > 0
+    assert 0 <= summary["success_before"] <= 1 and 0 <= summary["success_after"] <= 1
+    assert 0 < summary["p_value"] <= 1
 
 
-def test_grpo_with_lora_saves_an_adapter(tiny_model, tmp_path):
+def test_grpo_with_lora_saves_an_adapter(tiny_model, calculator_tasks, tmp_path):
     run(
         "train_grpo.py",
         "--config",
         REPO / "recipes/configs/calculator_cpu_grpo.yaml",
+        "--tasks",
+        calculator_tasks,
         "--model_name_or_path",
         tiny_model,
         "--output_dir",
@@ -278,10 +323,14 @@ def test_grpo_with_lora_saves_an_adapter(tiny_model, tmp_path):
     assert json.loads((tmp_path / "adapter_config.json").read_text())["r"] == 4
 
 
-def test_grpo_checkpoint_resume_with_a_synced_reference_model(tiny_model, tmp_path):
+def test_grpo_checkpoint_resume_with_a_synced_reference_model(
+    tiny_model, calculator_tasks, tmp_path
+):
     common = [
         "--config",
         REPO / "recipes/configs/calculator_cpu_grpo.yaml",
+        "--tasks",
+        calculator_tasks,
         "--model_name_or_path",
         tiny_model,
         "--output_dir",

@@ -19,6 +19,14 @@ def _json_object(text: str) -> dict[str, Any]:
     return value
 
 
+def _split_size(text: str) -> tuple[str, int]:
+    """argparse type for ``NAME=COUNT``."""
+    name, sep, count = text.partition("=")
+    if not sep or not name or not count.isdigit() or int(count) < 1:
+        raise argparse.ArgumentTypeError(f"expected NAME=COUNT with COUNT >= 1, got {text!r}")
+    return name, int(count)
+
+
 def _add_eval_parser(commands: Any) -> None:
     run = commands.add_parser(
         "eval",
@@ -114,6 +122,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     tiny.add_argument("--layers", type=int, default=4)
     tiny.add_argument("--hidden", type=int, default=128)
     tiny.add_argument("--seed", type=int, default=0)
+    tasks = commands.add_parser(
+        "calculator-tasks", help="write a generated Calculator-v0 task set of any size (offline)"
+    )
+    tasks.add_argument("--out", required=True, help="dataset folder to write")
+    tasks.add_argument(
+        "--split",
+        action="append",
+        type=_split_size,
+        metavar="NAME=COUNT",
+        help="a split and its size, repeatable (default: train=8000 test=100 heldout=200)",
+    )
+    tasks.add_argument(
+        "--difficulty", type=int, choices=(1, 2, 3), help="operations per task (default: a mix)"
+    )
+    tasks.add_argument("--seed", type=int, default=0)
     _add_eval_parser(commands)
     check = commands.add_parser(
         "check", help="run gymnasium's check_env and one gold episode on an env"
@@ -157,6 +180,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed=args.seed,
         )
         print(f"saved a tiny model for {args.env} to {folder}")
+    elif args.command == "calculator-tasks":
+        from tool_envs.calculator.task_set import write_task_set
+
+        sizes = dict(args.split or [("train", 8000), ("test", 100), ("heldout", 200)])
+        folder = write_task_set(args.out, sizes, difficulty=args.difficulty, seed=args.seed)
+        shown = ", ".join(f"{name} {count}" for name, count in sizes.items())
+        print(f"wrote {shown} Calculator-v0 tasks to {folder}")
     elif args.command == "eval":
         from tool_envs.eval.commands import eval_command
         from tool_envs.eval.runner import EvalConfig

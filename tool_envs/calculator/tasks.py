@@ -10,12 +10,13 @@ from __future__ import annotations
 import functools
 import json
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
 ENV_ID = "tool_envs/Calculator-v0"
+_MAX_REPEATS = 10_000  # draws in a row that found only known expressions: the space is spent
 
 SYSTEM_PROMPT = (
     "Solve the arithmetic with the calculator tools, one operation per call. "
@@ -93,22 +94,43 @@ def _row(
 
 
 def generate_splits(
-    sizes: dict[str, int] | None = None, seed: int = 0
+    sizes: dict[str, int] | None = None,
+    seed: int = 0,
+    *,
+    difficulty: int | None = None,
+    exclude: Iterable[str] = (),
 ) -> dict[str, list[dict[str, Any]]]:
-    """Task rows per split; no expression appears in two splits (or twice in one)."""
+    """Task rows per split; no expression appears in two splits (or twice in one).
+
+    ``difficulty`` (1-3 operations) makes every row that many operations instead of the default
+    mix; ``exclude`` lists expressions no split may hold (e.g. a held-out set's). Asking for more
+    distinct problems than exist (about 21,000 of one operation) raises ``ValueError``.
+    """
     sizes = sizes or {"train": 1000, "test": 200}
+    if difficulty not in (None, 1, 2, 3):
+        raise ValueError(f"difficulty must be 1, 2, 3 or None (a mix), got {difficulty!r}")
     rng = np.random.default_rng(seed)
-    seen: set[str] = set()
+    seen: set[str] = set(exclude)
     splits: dict[str, list[dict[str, Any]]] = {}
     for split, size in sizes.items():
         rows: list[dict[str, Any]] = []
+        repeats = 0
         while len(rows) < size:
-            difficulty = int(rng.choice([1, 2, 3], p=[0.4, 0.35, 0.25]))
-            expression, answer, gold_calls = _problem(rng, difficulty)
+            steps = difficulty or int(rng.choice([1, 2, 3], p=[0.4, 0.35, 0.25]))
+            expression, answer, gold_calls = _problem(rng, steps)
             if expression in seen:
+                repeats += 1
+                if repeats > _MAX_REPEATS:
+                    drawn = sum(map(len, splits.values())) + len(rows)
+                    asked = sum(sizes.values())
+                    raise ValueError(
+                        f"only {drawn} distinct problems drawn before {_MAX_REPEATS} repeats in a "
+                        f"row (difficulty {difficulty}); ask for fewer than {asked} tasks"
+                    )
                 continue
+            repeats = 0
             seen.add(expression)
-            rows.append(_row(rng, expression, answer, gold_calls, split, len(rows), difficulty))
+            rows.append(_row(rng, expression, answer, gold_calls, split, len(rows), steps))
         splits[split] = rows
     return splits
 

@@ -13,9 +13,8 @@ from typing import Any
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-from tool_envs.rollout.backends.base import SamplingSettings
-from tool_envs.rollout.backends.hf import TransformersBackend
-from tool_envs.rollout.engine import RolloutConfig, RolloutEngine
+from tool_envs.integrations.trl.heldout import EVAL_CONFIG, HeldoutComparison, greedy_outcomes
+from tool_envs.rollout.engine import RolloutConfig
 
 
 class MetricsFile(TrainerCallback):
@@ -158,15 +157,8 @@ def greedy_success(
     model: Any, tokenizer: Any, tasks: Sequence[Mapping[str, Any]], config: RolloutConfig
 ) -> float:
     """Share of ``tasks`` the model solves with greedy decoding."""
-    backend = TransformersBackend(model, pad_token_id=tokenizer.pad_token_id)
-    was_training = model.training
-    model.eval()
-    try:
-        with RolloutEngine(tokenizer, backend, SamplingSettings(temperature=0.0), config) as engine:
-            rollouts = engine.run(tasks)
-    finally:
-        model.train(was_training)
-    return sum(r.success for r in rollouts) / max(len(rollouts), 1)
+    outcomes = greedy_outcomes(model, tokenizer, tasks, config)
+    return sum(outcomes) / max(len(outcomes), 1)
 
 
 class EnvSuccessCallback(TrainerCallback):
@@ -189,7 +181,7 @@ class EnvSuccessCallback(TrainerCallback):
         self.tasks = list(tasks)
         self.every_steps = every_steps
         self.stop_at = stop_at
-        self.config = config or RolloutConfig(max_completion_length=256, max_tokens_per_turn=64)
+        self.config = config or EVAL_CONFIG
         self.history: list[tuple[int, float]] = []
 
     def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any):
@@ -204,18 +196,42 @@ class EnvSuccessCallback(TrainerCallback):
             control.should_training_stop = True
         return control
 
+    @property
+    def reached(self) -> bool | None:
+        """Whether a check reached ``stop_at`` (None without a target)."""
+        if self.stop_at is None:
+            return None
+        return any(success >= self.stop_at for _, success in self.history)
+
+    def shortfall(self, steps: int) -> str | None:
+        """A plain account of a target not reached within ``steps``, or None if it was.
+
+        A warm start that never got there is a different starting point from the one asked for
+        (GRPO from a near-zero policy gets all-zero groups): say so instead of handing it on.
+        """
+        if self.reached is not False:
+            return None
+        best_step, best = max(self.history, key=lambda point: point[1], default=(0, 0.0))
+        return (
+            f"greedy success never reached {self.stop_at:.2f} on the {len(self.tasks)} check "
+            f"tasks within {steps} steps (best {best:.2f} at step {best_step}). The saved model "
+            f"is not the warm start asked for: raise max_steps or change the seed."
+        )
+
 
 def plot_reward_curve(
     metrics_path: str | os.PathLike[str],
     png_path: str | os.PathLike[str],
     key: str = "env/reward",
     window: int = 5,
+    heldout: HeldoutComparison | None = None,
 ) -> Path:
     """Draw ``key`` per training step from a :class:`MetricsFile`, with a moving average.
 
     Per-step rewards of small batches are noisy; the moving average over ``window`` steps is
     the line to read. If the file holds several runs (steps that start again, as files written
-    before :func:`start_new_run` can), only the last run is drawn.
+    before :func:`start_new_run` can), only the last run is drawn. With ``heldout``, greedy
+    success before and after training is drawn beside the curve.
     """
     import matplotlib
 
@@ -224,7 +240,13 @@ def plot_reward_curve(
 
     records = [json.loads(line) for line in Path(metrics_path).read_text().splitlines() if line]
     points = _last_run([(r["step"], r[key]) for r in records if r.get(key) is not None])
-    figure, axis = plt.subplots(figsize=(6, 3.5))
+    if heldout is None:
+        figure, axis = plt.subplots(figsize=(6, 3.5))
+    else:
+        figure, (axis, bars) = plt.subplots(
+            1, 2, figsize=(9, 3.5), gridspec_kw={"width_ratios": [2, 1]}
+        )
+        _draw_heldout(bars, heldout)
     if points:
         steps, values = zip(*points, strict=True)
         axis.plot(steps, values, marker="o", markersize=3, alpha=0.35, label=f"{key} per step")
@@ -243,6 +265,16 @@ def plot_reward_curve(
     figure.savefig(png_path, dpi=120)
     plt.close(figure)
     return Path(png_path)
+
+
+def _draw_heldout(axis: Any, heldout: HeldoutComparison) -> None:
+    """Two bars: greedy held-out success of the starting and the trained model."""
+    heights = [heldout.success_before, heldout.success_after]
+    axis.bar(["before", "after"], heights, color=["tab:gray", "tab:blue"])
+    for index, height in enumerate(heights):
+        axis.text(index, height + 0.02, f"{height:.0%}", ha="center")
+    axis.set_ylim(0, 1.1)
+    axis.set_title(f"held-out greedy success\n{heldout.n_tasks} tasks, p = {heldout.p_value:.1e}")
 
 
 def _last_run(points: list[tuple[int, float]]) -> list[tuple[int, float]]:

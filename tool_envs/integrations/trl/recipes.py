@@ -44,6 +44,9 @@ class TaskArguments:
     def load(self, split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """The rows of ``split`` (default: ``task_split``), filtered by ``tasks_where``."""
         where = parse_json_argument("tasks_where", self.tasks_where)
+        for source in self.tasks:
+            if source not in gym.registry:
+                check_model_path(source, option="tasks", what="the task set")
         count = limit if limit is not None else self.max_tasks
         return load_task_sources(self.tasks, split or self.task_split, count, where)
 
@@ -140,7 +143,9 @@ def looks_like_local_path(name_or_path: str) -> bool:
     return bool(rest) and (first in _OUTPUT_ROOTS or Path(first).is_dir())
 
 
-def check_model_path(name_or_path: str | None, option: str = "model_name_or_path") -> None:
+def check_model_path(
+    name_or_path: str | None, option: str = "model_name_or_path", what: str = "the model"
+) -> None:
     """Fail early when ``name_or_path`` is a local path (:func:`looks_like_local_path`) that does
     not exist, naming the path and the command that makes it.
 
@@ -157,7 +162,7 @@ def check_model_path(name_or_path: str | None, option: str = "model_name_or_path
     if makers:
         message += " Make it with: " + "; or ".join(makers)
     else:
-        message += " Train or download the model there first, or pass a Hub id (namespace/name)."
+        message += f" Make or download {what} there first, or pass a Hub id (namespace/name)."
     raise EnvConfigError(message)
 
 

@@ -1,0 +1,112 @@
+"""Greedy success on held-out tasks before and after training, with an exact McNemar test.
+
+A reward curve of sampled rollouts is noisy and can rise while the greedy policy stays where it
+was (sampling sharpens toward what greedy already does). What a user wants to know is whether
+the trained model solves more unseen tasks than the one it started from; the paired per-task
+outcomes of the two models on the same tasks answer that, and McNemar's exact test says how
+likely the difference is under no change.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tool_envs.rollout.backends.base import SamplingSettings
+from tool_envs.rollout.backends.hf import TransformersBackend
+from tool_envs.rollout.engine import RolloutConfig, RolloutEngine
+
+# The budgets of the SFT stop check (EnvSuccessCallback), so "before" matches what it measured.
+EVAL_CONFIG = RolloutConfig(max_completion_length=256, max_tokens_per_turn=64)
+
+
+def greedy_outcomes(
+    model: Any,
+    tokenizer: Any,
+    tasks: Sequence[Mapping[str, Any]],
+    config: RolloutConfig = EVAL_CONFIG,
+) -> list[int]:
+    """Per-task greedy success (1 or 0) of ``model``, in task order (paired across models)."""
+    import torch
+
+    backend = TransformersBackend(model, pad_token_id=tokenizer.pad_token_id)
+    was_training = model.training
+    model.eval()
+    try:
+        greedy = SamplingSettings(temperature=0.0)
+        with torch.inference_mode(), RolloutEngine(tokenizer, backend, greedy, config) as engine:
+            rollouts = engine.run(list(tasks))
+    finally:
+        model.train(was_training)
+    return [int(bool(rollout.success)) for rollout in rollouts]
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Exact two-sided McNemar p-value: discordant pairs b and c under Binomial(b + c, 1/2)."""
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must be >= 0, got b={b}, c={c}")
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+def discordant(first: Sequence[int], second: Sequence[int]) -> tuple[int, int]:
+    """(b, c): tasks only ``first`` solves, and tasks only ``second`` solves."""
+    if len(first) != len(second):
+        raise ValueError(f"paired outcomes differ in length: {len(first)} and {len(second)}")
+    b = sum(1 for x, y in zip(first, second, strict=True) if x and not y)
+    c = sum(1 for x, y in zip(first, second, strict=True) if y and not x)
+    return b, c
+
+
+@dataclass(frozen=True)
+class HeldoutComparison:
+    """Paired greedy outcomes of the starting and the trained model on the same tasks."""
+
+    success_before: float
+    success_after: float
+    n_tasks: int
+    only_after: int  # tasks the trained model solves and the starting one does not
+    only_before: int
+    p_value: float
+
+    @classmethod
+    def of(cls, before: Sequence[int], after: Sequence[int]) -> HeldoutComparison:
+        if not before:
+            raise ValueError("no held-out outcomes to compare")
+        only_after, only_before = discordant(after, before)
+        return cls(
+            success_before=sum(before) / len(before),
+            success_after=sum(after) / len(after),
+            n_tasks=len(before),
+            only_after=only_after,
+            only_before=only_before,
+            p_value=mcnemar_exact(only_after, only_before),
+        )
+
+    def table(self) -> str:
+        """A small table a person reads at the end of a run."""
+        gain = 100 * (self.success_after - self.success_before)
+        return "\n".join(
+            [
+                f"Held-out greedy success ({self.n_tasks} tasks no training step saw):",
+                f"  {'before (starting model)':26} {self.success_before:6.1%}",
+                f"  {'after (trained model)':26} {self.success_after:6.1%}   ({gain:+.1f} points)",
+                f"  {'solved only after':26} {self.only_after:6d}",
+                f"  {'solved only before':26} {self.only_before:6d}",
+                f"  {'exact McNemar p-value':26} {self.p_value:9.2e}",
+            ]
+        )
+
+    def write(self, path: str | os.PathLike[str], **extra: Any) -> Path:
+        """The comparison as JSON (``extra``: e.g. ``steps`` and ``seconds`` of the run)."""
+        path = Path(path)
+        path.write_text(json.dumps({**asdict(self), **extra}, indent=1) + "\n", encoding="utf-8")
+        return path
