@@ -272,7 +272,7 @@ def _draw_heldout(axis: Any, heldout: HeldoutComparison) -> None:
     heights = [heldout.success_before, heldout.success_after]
     axis.bar(["before", "after"], heights, color=["tab:gray", "tab:blue"])
     for index, height in enumerate(heights):
-        axis.text(index, height + 0.02, f"{height:.0%}", ha="center")
+        axis.text(index, height + 0.02, f"{height:.1%}", ha="center")
     axis.set_ylim(0, 1.1)
     axis.set_title(f"held-out greedy success\n{heldout.n_tasks} tasks, p = {heldout.p_value:.1e}")
 
