@@ -96,19 +96,20 @@ def smooth(values: Sequence[float], window: int) -> list[float]:
 # ---------------------------------------------------------------------------- tasks
 
 
-def task_set(out: Path, heldout: int) -> dict[str, list[dict[str, Any]]]:
-    """The demo's task set (``tool-envs calculator-tasks --difficulty 1``), written to OUT/tasks.
+def heldout_tasks(out: Path, count: int) -> list[dict[str, Any]]:
+    """Write the demo's task set (``tool-envs calculator-tasks --difficulty 1``) to OUT/tasks;
+    return its held-out split.
 
     8,000 training tasks (SFT reads the first 2,000, GRPO all), 100 for the SFT stop check and
-    ``heldout`` for the evaluation; no expression is in two splits, so the held-out tasks are
+    ``count`` for the evaluation; no expression is in two splits, so the held-out tasks are
     unseen by training and by the stop check alike.
     """
     from tool_envs.calculator.task_set import write_task_set
     from tool_envs.data import load_tasks
 
-    sizes = {"train": TRAIN_TASKS, "test": DEV_TASKS, "heldout": heldout}
+    sizes = {"train": TRAIN_TASKS, "test": DEV_TASKS, "heldout": count}
     folder = write_task_set(out / "tasks", sizes, difficulty=1, seed=TASK_SEED)
-    return {split: load_tasks(folder, split=split) for split in sizes}
+    return load_tasks(folder, split="heldout")
 
 
 # ---------------------------------------------------------------------------- stages
@@ -481,7 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     timings: dict[str, float] = {}
 
     start = time.perf_counter()
-    tasks = task_set(out, 20 if args.quick else args.eval_tasks)["heldout"]
+    tasks = heldout_tasks(out, 20 if args.quick else args.eval_tasks)
     count = len(tasks)
     timings["task set"] = time.perf_counter() - start
     print(f"task set (seed {TASK_SEED}): {TRAIN_TASKS} train, {DEV_TASKS} test, {count} held-out")
