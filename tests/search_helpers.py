@@ -115,7 +115,7 @@ class JSONServer(ThreadingHTTPServer):
         error_body: ErrorBody = lambda status, message: {"error": message},
         fail_first: int = 0,
         fail_status: int = 500,
-        delay_s: float = 0.0,
+        delay_s: float | Callable[[], float] = 0.0,
         delay_first: int | None = None,
     ):
         super().__init__(("127.0.0.1", 0), _Handler)
@@ -144,13 +144,14 @@ class JSONServer(ThreadingHTTPServer):
         pass  # a client that timed out and hung up is part of the tests
 
     def reply(self, request: Recorded) -> tuple[int, Any]:
+        seconds = self.delay_s() if callable(self.delay_s) else self.delay_s  # drawn per request
         with self.lock:
             self.requests.append(request)
-            delay = self.delay_s > 0 and (self.delay_first is None or self.delay_first > 0)
+            delay = seconds > 0 and (self.delay_first is None or self.delay_first > 0)
             if delay and self.delay_first is not None:
                 self.delay_first -= 1
         if delay:
-            self.release.wait(self.delay_s)
+            self.release.wait(seconds)
         if not self.authorized(request):
             return self.auth_status, self.error_body(self.auth_status, "invalid API key")
         with self.lock:
@@ -294,10 +295,11 @@ def tavily_server(
     api_key: str = TAVILY_KEY,
     fail_first: int = 0,
     fail_status: int = 429,
-    delay_s: float = 0.0,
+    delay_s: float | Callable[[], float] = 0.0,
     delay_first: int | None = None,
 ) -> Iterator[JSONServer]:
-    """A Tavily-compatible API over ``documents`` (default :data:`DOCUMENTS`)."""
+    """A Tavily-compatible API over ``documents`` (default :data:`DOCUMENTS`); ``delay_s`` is
+    each answer's latency, or a function drawing it per request."""
     with json_server(
         tavily_answer(DOCUMENTS if documents is None else documents),
         authorized=lambda r: r.headers.get("authorization") == f"Bearer {api_key}",

@@ -77,12 +77,13 @@ def test_a_failed_or_frozen_request_voids_only_the_episodes_in_it(
     tokenizer, proxy, lockstep, fault, message
 ):
     """The third request fails (or hangs past the timeout); its episodes are void and say why,
-    every other episode plays exactly as without the fault."""
+    every other episode plays exactly as without the fault. (Requests carry at most 4 of the 8
+    episodes, so the third one cannot carry every episode, whatever the timing.)"""
     proxy.reset()
     proxy.hang_seconds = 30.0  # far past the client's timeout, which a loaded CI must not hit
     proxy.faults.extend(["pass", "pass", fault])
     config = RolloutConfig(max_completion_length=240, max_tokens_per_turn=40, max_void_fraction=1)
-    with VLLMServerBackend(proxy.url, timeout=10.0, max_retries=0) as backend:
+    with VLLMServerBackend(proxy.url, timeout=10.0, max_retries=0, max_batch=4) as backend:
         rollouts = play(AsyncRolloutEngine, tokenizer, backend, config=config)
     void = [r for r in rollouts if r.void]
     assert 1 <= len(void) < len(rollouts), [r.finish for r in rollouts]

@@ -12,8 +12,10 @@ unit-tested here with objects shaped like vLLM's ``RequestOutput`` / ``Completio
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
+import re
 import socket
 import subprocess
 import sys
@@ -30,11 +32,13 @@ import pytest
 from vllm_helpers import FaultProxy, vllm_test
 
 from tool_envs.rollout.backends.base import Generation, GenerationBackend, SamplingSettings
+from tool_envs.rollout.backends.completion_stream import StreamedChoices
 from tool_envs.rollout.backends.openai_chat import ChatTurn, OpenAIChatBackend, to_api_messages
 from tool_envs.rollout.backends.vllm import (
     GenerationServerError,
     VLLMColocateBackend,
     VLLMServerBackend,
+    choice_to_generation,
     completion_choices_to_generations,
     pick_served_model,
     request_output_to_generation,
@@ -199,6 +203,22 @@ def eos(vllm_tiny_model) -> int:
 
 
 PROMPTS = [[1, 2, 3], [4, 5], [6, 7, 8, 9]]
+LATE = 200  # tokens the long completion runs: many engine steps after the short one ends
+
+
+@pytest.fixture(scope="module")
+def early_and_late(server_backend: VLLMServerBackend):
+    """Two prompts and greedy settings under which the first stops after one token (its first
+    greedy token is made the stop token) and the second runs ``LATE`` tokens without it."""
+    candidates = [[i, i + 1, i + 2] for i in range(1, 40)]
+    greedy = SamplingSettings(temperature=0.0, generation_kwargs={"ignore_eos": True})
+    runs = server_backend.generate(candidates, [LATE] * len(candidates), greedy)
+    for early, run in zip(candidates, runs, strict=True):
+        stop = run.token_ids[0]
+        for late, other in zip(candidates, runs, strict=True):
+            if stop not in other.token_ids:
+                return early, late, dataclasses.replace(greedy, stop_token_ids=(stop,))
+    raise AssertionError("no two prompts of the tiny model differ enough; try other candidates")
 
 
 class TestServerBackendOverTheRealServer:
@@ -329,6 +349,65 @@ class TestServerBackendOverTheRealServer:
         with pytest.warns(UserWarning, match="cannot read the logprobs mode"):
             VLLMServerBackend(proxy.url).close()
 
+    def test_a_finished_completion_is_handed_over_before_its_request_ends(
+        self, vllm_server, early_and_late
+    ) -> None:
+        """Prompts sent together share one streamed request, but each episode gets its turn
+        the moment its own completion finishes: the short one does not wait for the long one."""
+        early, late, settings = early_and_late
+
+        async def together():
+            with VLLMServerBackend(vllm_server.url, timeout=120) as backend:
+                try:
+                    short = asyncio.ensure_future(backend.agenerate(early, LATE, settings))
+                    long = asyncio.ensure_future(backend.agenerate(late, LATE, settings))
+                    first = await short
+                    long_was_running = not long.done()
+                    return first, await long, long_was_running
+                finally:
+                    await backend.aclose()
+
+        first, second, long_was_running = asyncio.run(together())
+        assert (len(first.token_ids), first.finish_reason) == (1, "stop")
+        assert (len(second.token_ids), second.finish_reason) == (LATE, "length")
+        assert long_was_running
+
+    @pytest.mark.parametrize(
+        ("fault", "error"),
+        [
+            ("cut_stream", None),  # a dropped connection: the unfinished prompt is sent again
+            ("error_event", "the server reported an error mid-stream: injected by FaultProxy"),
+            ("end_stream", r"ended before choices \[1\] finished"),
+        ],
+    )
+    def test_a_stream_that_breaks_keeps_the_finished_completions(
+        self, proxy: FaultProxy, early_and_late, fault: str, error: str | None
+    ) -> None:
+        early, late, settings = early_and_late
+        proxy.faults.append(fault)
+
+        async def together():
+            with VLLMServerBackend(proxy.url, timeout=120, retry_backoff=0.01) as backend:
+                try:
+                    return await asyncio.gather(
+                        backend.agenerate(early, LATE, settings),
+                        backend.agenerate(late, LATE, settings),
+                        return_exceptions=True,
+                    )
+                finally:
+                    await backend.aclose()
+
+        first, second = asyncio.run(together())
+        assert (len(first.token_ids), first.finish_reason) == (1, "stop")
+        posts = [body["prompt"] for body in proxy.requests if "prompt" in body]
+        if error is None:
+            assert len(second.token_ids) == LATE
+            assert posts == [[early, late], [late]]  # only the unfinished prompt again
+        else:
+            assert isinstance(second, GenerationServerError), second
+            assert re.search(error, str(second)), second
+            assert posts == [[early, late]]
+
     def test_rejects_mismatched_lengths(self, server_backend: VLLMServerBackend) -> None:
         with pytest.raises(ValueError, match="one per prompt"):
             server_backend.generate([[1], [2]], [3], SamplingSettings())
@@ -386,6 +465,58 @@ def test_completion_choices_are_ordered_cut_and_read_from_either_field() -> None
         )
     with pytest.raises(ValueError, match="expected 2 choices, got 1"):
         completion_choices_to_generations({"choices": [overrun]}, 4, settings, 2, "test")
+
+
+def _chunk(index: int, ids: list[int], finish: str | None = None) -> str:
+    """One streamed event's data, as vLLM writes it (``token_id:N`` tokens, their logprobs)."""
+    logprobs = {
+        "tokens": [f"token_id:{t}" for t in ids],
+        "token_logprobs": [-t / 1000 for t in ids],
+    }
+    return json.dumps(
+        {"choices": [{"index": index, "text": "", "logprobs": logprobs, "finish_reason": finish}]}
+    )
+
+
+def test_streamed_chunks_become_whole_choices_as_each_finishes() -> None:
+    books = StreamedChoices(2, "test")
+    assert books.feed(_chunk(1, [5])) == []
+    assert books.feed(_chunk(0, [7, 8], "stop")) == [
+        {
+            "index": 0,
+            "finish_reason": "stop",
+            "logprobs": {
+                "tokens": ["token_id:7", "token_id:8"],
+                "token_logprobs": [-0.007, -0.008],
+            },
+        }
+    ]
+    assert books.unfinished == [1]
+    [last] = books.feed(_chunk(1, [6, 9], "length"))
+    assert books.unfinished == []
+    generation = choice_to_generation(last, 3, SamplingSettings(), "test")  # as unstreamed
+    assert generation == Generation([5, 6, 9], [-0.005, -0.006, -0.009], "length")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ('{"error": {"message": "engine died"}}', "error mid-stream: engine died"),
+        ("not json", "is not JSON"),
+        ('{"object": "text_completion"}', "has no choices"),
+        (_chunk(2, [1]), "choice index 2"),
+    ],
+)
+def test_a_bad_streamed_event_names_what_was_wrong(data: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        StreamedChoices(2, "test").feed(data)
+
+
+def test_chunks_after_a_choice_finished_are_refused() -> None:
+    books = StreamedChoices(1, "test")
+    books.feed(_chunk(0, [1], "stop"))
+    with pytest.raises(ValueError, match="chunks for choice 0 after it finished"):
+        books.feed(_chunk(0, [2]))
 
 
 @dataclass

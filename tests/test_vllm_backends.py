@@ -243,3 +243,32 @@ def test_the_engine_guard_hides_only_what_breaks_vllms_start_up_scan():
         assert "lib" not in vars(ffi)
         assert "BaseException" in vars(builtins)  # classes (mappingproxy __dict__) stay
     assert ffi.lib is original
+
+
+def test_a_server_started_on_chosen_cores_runs_only_there():
+    """What ``VLLMServerProcess(cpus=...)`` starts its server under: a process started in the
+    block, and the processes that one starts, run on those cores; the caller keeps its own."""
+    import os
+    import subprocess
+    import sys
+
+    from tool_envs.rollout.vllm_launch import _cpu_affinity
+
+    allowed = os.sched_getaffinity(0)
+    chosen = {min(allowed)}
+    grandchild = "import os, subprocess, sys; print(sorted(os.sched_getaffinity(0)))"
+    with _cpu_affinity(chosen):
+        child = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"import subprocess, sys; subprocess.run([sys.executable, '-c', {grandchild!r}])",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    assert child.stdout.strip() == str(sorted(chosen))
+    assert os.sched_getaffinity(0) == allowed
+    with pytest.raises(ValueError, match="must be a non-empty subset"), _cpu_affinity({10_000}):
+        pass

@@ -126,6 +126,25 @@ def reference_logprobs(model: Any, ids: list[int], start: int, settings: Any) ->
     return out
 
 
+def _broken_stream(body: bytes, fault: str) -> bytes:
+    """A streamed completion up to the event that finishes its first choice, then ``fault``'s
+    ending (see :class:`FaultProxy`)."""
+    import json
+
+    events = body.split(b"\n\n")
+    for count, event in enumerate(events, start=1):
+        data = event.removeprefix(b"data: ")
+        if data.startswith(b"{") and any(c["finish_reason"] for c in json.loads(data)["choices"]):
+            kept = b"".join(e + b"\n\n" for e in events[:count])
+            break
+    else:
+        raise AssertionError("the stream has no finished choice to break after")
+    if fault == "error_event":
+        error = {"error": {"message": "injected by FaultProxy", "code": 500}}
+        kept += b"data: " + json.dumps(error).encode() + b"\n\ndata: [DONE]\n\n"
+    return kept
+
+
 class FaultProxy:
     """A reverse proxy on 127.0.0.1 in front of a real vLLM server, for faults it cannot make.
 
@@ -134,7 +153,11 @@ class FaultProxy:
     not JSON), ``"no_ids"`` (the server's answer with every choice's ids and logprob tokens
     removed), ``"hang"`` (nothing for ``hang_seconds``, then forwarded: a frozen server),
     ``"disconnect"`` / ``"reset"`` (the connection closed, or reset, without an answer, as a
-    server does to a kept-alive connection it has just timed out).
+    server does to a kept-alive connection it has just timed out). On a streamed answer, after
+    the event that finishes its first choice: ``"cut_stream"`` (the connection drops mid-body),
+    ``"error_event"`` (an error event, then ``[DONE]``, as vLLM streams an engine failure),
+    ``"end_stream"`` (the body ends there, as if complete). Answers are forwarded whole, so a
+    stream passes through the proxy at once.
     ``logprobs_mode`` rewrites the mode ``GET /server_info`` reports, or answers 404
     when it is ``"absent"`` (a server not in dev mode). ``requests`` records each POST body and
     ``response_bytes`` each answer's size.
@@ -195,6 +218,7 @@ class FaultProxy:
                 handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
             handler.close_connection = True
             return
+        content_type = "application/json"
         if info and self.logprobs_mode == "absent":
             status, body = 404, b'{"detail": "Not Found"}'
         elif fault in ("500", "503"):
@@ -209,12 +233,23 @@ class FaultProxy:
                 headers={"Content-Type": "application/json"},
             )
             status, body = response.status_code, response.content
+            content_type = response.headers.get("content-type", content_type)  # streams too
             if fault == "no_ids":
                 answer = json.loads(body)
                 for choice in answer["choices"]:
                     choice.pop("token_ids", None)
                     (choice.get("logprobs") or {}).pop("tokens", None)
                 body = json.dumps(answer).encode()
+            if fault in ("cut_stream", "error_event", "end_stream"):
+                body, full = _broken_stream(body, fault), len(body)
+                if fault == "cut_stream":  # promise the whole body, send part, hang up
+                    handler.send_response(status)
+                    handler.send_header("Content-Type", content_type)
+                    handler.send_header("Content-Length", str(full))
+                    handler.end_headers()
+                    handler.wfile.write(body)
+                    handler.close_connection = True
+                    return
             if info and self.logprobs_mode is not None and status == 200:
                 answer = json.loads(body)
                 answer["vllm_config"]["model_config"]["logprobs_mode"] = self.logprobs_mode
@@ -222,7 +257,7 @@ class FaultProxy:
         with self._lock:
             self.response_bytes.append(len(body))
         handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Type", content_type)
         handler.send_header("Content-Length", str(len(body)))
         handler.end_headers()
         handler.wfile.write(body)

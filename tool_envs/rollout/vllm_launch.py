@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -185,6 +185,25 @@ def _unscannable_attributes() -> Iterator[tuple[dict[str, Any], str, Any]]:
             yield namespace, name, value
 
 
+@contextmanager
+def _cpu_affinity(cpus: Collection[int] | None) -> Iterator[None]:
+    """Restrict the calling thread to ``cpus`` for the block (processes it starts inherit it);
+    other threads of this process keep theirs."""
+    if cpus is None:
+        yield
+        return
+    if not hasattr(os, "sched_setaffinity"):
+        raise ValueError("cpus= needs os.sched_setaffinity, which this platform lacks (Linux)")
+    allowed = os.sched_getaffinity(0)
+    if not cpus or not set(cpus) <= allowed:
+        raise ValueError(f"cpus={sorted(cpus)} must be a non-empty subset of {sorted(allowed)}")
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as sock:
@@ -207,6 +226,9 @@ class VLLMServerProcess:
         extra_args: Further ``vllm serve`` flags.
         env: Further environment variables (CPU settings are added on a CPU machine).
         startup_timeout: Seconds to wait for ``/health``.
+        cpus: Run the server and its engine processes on these CPU cores only (Linux). On a
+            small machine this keeps vLLM's CPU engine, whose processes wait for each other by
+            spinning, off the cores a rollout client needs, as a GPU server's would be.
     """
 
     def __init__(
@@ -219,6 +241,7 @@ class VLLMServerProcess:
         extra_args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
         startup_timeout: float = 300.0,
+        cpus: Collection[int] | None = None,
     ):
         self.model = str(model)
         self.served_model_name = served_model_name or self.model
@@ -248,13 +271,14 @@ class VLLMServerProcess:
             prefix="vllm-server-", suffix=".log", delete=False
         )
         self.log_path = Path(self._log.name)
-        self._process = subprocess.Popen(
-            command,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=full_env,
-            start_new_session=True,  # its own process group: close() stops the engine core too
-        )
+        with _cpu_affinity(cpus):  # a child starts on the CPUs of the thread that forks it
+            self._process = subprocess.Popen(
+                command,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                env=full_env,
+                start_new_session=True,  # its own process group: close() stops the engine too
+            )
         try:
             self._wait_healthy(startup_timeout)
         except BaseException:

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import tenacity
+
 from tool_envs.search.base import SearchError, SearchProvider, SearchResult
 
 CACHE_MODES = ("off", "read_write", "replay")
@@ -32,6 +34,10 @@ CREATE TABLE IF NOT EXISTS entries (
 """
 
 
+def _locked(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+
+
 class SearchCache:
     """A key-value store of search answers in one sqlite file."""
 
@@ -39,9 +45,18 @@ class SearchCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        with self._connection() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute(_SCHEMA)
+        # Processes opening a new file at once race to switch it to WAL; sqlite answers the
+        # loser "database is locked" at once, without waiting for its busy timeout.
+        for attempt in tenacity.Retrying(
+            retry=tenacity.retry_if_exception(_locked),
+            wait=tenacity.wait_random(0.01, 0.1),
+            stop=tenacity.stop_after_delay(30),
+            reraise=True,
+        ):
+            with attempt, self._connection() as db:
+                if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    db.execute("PRAGMA journal_mode=WAL")
+                db.execute(_SCHEMA)
 
     def _connection(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
