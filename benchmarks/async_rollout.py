@@ -37,7 +37,6 @@ import hashlib
 import json
 import os
 import random
-import re
 import sys
 import tempfile
 import time
@@ -157,14 +156,18 @@ def pin_this_process(cpus: set[int]) -> None:
 
 def server_counters(url: str) -> dict[str, float]:
     """Engine steps and the tokens they processed, from the server's Prometheus metrics."""
+    from prometheus_client.parser import text_string_to_metric_families  # installed with vLLM
+
+    wanted = {
+        "vllm:iteration_tokens_total_count": "steps",
+        "vllm:iteration_tokens_total_sum": "tokens",
+    }
+    counters = dict.fromkeys(wanted.values(), 0.0)
     text = httpx.get(url + "/metrics", timeout=10.0).text
-    counters = {}
-    for key, metric in (
-        ("steps", "vllm:iteration_tokens_total_count"),
-        ("tokens", "vllm:iteration_tokens_total_sum"),
-    ):
-        pattern = re.escape(metric) + r"(?:\{[^}]*\})? ([0-9.e+]+)"
-        counters[key] = sum(float(m.group(1)) for m in re.finditer(pattern, text))
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name in wanted:  # one sample per engine
+                counters[wanted[sample.name]] += sample.value
     return counters
 
 
@@ -191,19 +194,16 @@ def play(kind: str, tokenizer: Any, url: str, rows: list[dict], config: RolloutC
     """One engine over ``rows``: episodes/s, the server's busy fraction and steps, outcomes."""
     before = server_counters(url)
     with VLLMServerBackend(url) as server:
+        timed = TimedBackend(server)
         if kind == "async":
-            with AsyncRolloutEngine(tokenizer, server, SAMPLING, config) as engine:
-                start = time.perf_counter()
-                rollouts = engine.run(rows)
-                wall = time.perf_counter() - start
-                busy = engine.generation_busy_seconds
+            engine = AsyncRolloutEngine(tokenizer, server, SAMPLING, config)
         else:
-            timed = TimedBackend(server)
-            with RolloutEngine(tokenizer, timed, SAMPLING, config) as engine:
-                start = time.perf_counter()
-                rollouts = engine.run(rows)
-                wall = time.perf_counter() - start
-                busy = timed.busy
+            engine = RolloutEngine(tokenizer, timed, SAMPLING, config)
+        with engine:
+            start = time.perf_counter()
+            rollouts = engine.run(rows)
+            wall = time.perf_counter() - start
+        busy = engine.generation_busy_seconds if kind == "async" else timed.busy
     after = server_counters(url)
     steps = after["steps"] - before["steps"]
     return {

@@ -32,7 +32,7 @@ def is_event_stream(response: Any) -> bool:
 def aiter_sse(response: Any) -> AsyncIterator[Any]:
     """The server-sent events of a streamed response (each has ``.data``), as they arrive."""
     if _HAS_SSE:
-        return httpx.EventSource(response).__aiter__()
+        return aiter(httpx.EventSource(response))
     from httpx_sse import EventSource  # pragma: no cover - Python 3.10 (see pyproject.toml)
 
     return EventSource(response).aiter_sse()  # pragma: no cover
