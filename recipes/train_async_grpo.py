@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tool_envs.integrations.trl.recipes import EpisodeArguments, quiet_console
+from tool_envs.integrations.trl.recipes import EpisodeArguments, quiet_console, run_recipe
 
 quiet_console()  # before TRL is imported: the async trainer is experimental in TRL
 
@@ -95,8 +95,8 @@ def main(env_args: AsyncEnvArguments, args: AsyncGRPOConfig) -> None:
     )
 
     check_model_path(env_args.model_name_or_path)
+    rows = env_args.load()  # before the model: a typo in the tasks is named at once
     tokenizer = AutoTokenizer.from_pretrained(env_args.model_name_or_path)
-    rows = env_args.load()
     env_kwargs = parse_json_argument("env_kwargs", env_args.env_kwargs)
     template_kwargs = parse_json_argument("template_kwargs", env_args.template_kwargs)
     for line in check_setup(tokenizer, rows, env_kwargs, template_kwargs):
@@ -124,5 +124,4 @@ def main(env_args: AsyncEnvArguments, args: AsyncGRPOConfig) -> None:
 
 
 if __name__ == "__main__":
-    parser = TrlParser((AsyncEnvArguments, AsyncGRPOConfig))
-    main(*parser.parse_args_and_config())
+    run_recipe(main, TrlParser((AsyncEnvArguments, AsyncGRPOConfig)))

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tool_envs.integrations.trl.recipes import EpisodeArguments, quiet_console
+from tool_envs.integrations.trl.recipes import EpisodeArguments, quiet_console, run_recipe
 
 quiet_console()  # before TRL is imported: it reads TRL_EXPERIMENTAL_SILENCE then
 
@@ -109,9 +109,7 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
     reward_funcs = [import_function(spec) for spec in env_args.reward_funcs]
     env_kwargs = parse_json_argument("env_kwargs", env_args.env_kwargs)
     template_kwargs = parse_json_argument("template_kwargs", env_args.template_kwargs)
-    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
-    resolve_chat_template(tokenizer, env_args.chat_template)
-    rows = env_args.load()
+    rows = env_args.load()  # before the model: a typo in the tasks is named at once
     heldout = (
         env_args.load(env_args.heldout_split, env_args.heldout_tasks)
         if env_args.heldout_split
@@ -125,6 +123,8 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
             f"greedily before and after training"
             + (f"; WARNING: {overlap} of them are also training tasks" if overlap else "")
         )
+    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+    resolve_chat_template(tokenizer, env_args.chat_template)
     for line in check_setup(tokenizer, rows, env_kwargs, template_kwargs):
         print(line)
     if env_args.preview_tasks:
@@ -196,5 +196,4 @@ def heldout_scorer(
 
 
 if __name__ == "__main__":
-    parser = TrlParser((EnvArguments, GRPOConfig, ModelConfig))
-    main(*parser.parse_args_and_config())
+    run_recipe(main, TrlParser((EnvArguments, GRPOConfig, ModelConfig)))

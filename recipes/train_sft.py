@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tool_envs.integrations.trl.recipes import TaskArguments, quiet_console
+from tool_envs.integrations.trl.recipes import TaskArguments, quiet_console, run_recipe
 
 quiet_console()  # before TRL is imported: it reads TRL_EXPERIMENTAL_SILENCE then
 
@@ -49,10 +49,10 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
     from tool_envs.rollout import RolloutConfig, RolloutEngine, gold_sft_rows
 
     check_model_path(model_args.model_name_or_path)
+    rows = gold_args.load()  # before the model: a typo in the tasks is named at once
+    held_out = gold_args.load(gold_args.eval_split, gold_args.eval_tasks)
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
     resolve_chat_template(tokenizer, gold_args.chat_template)
-    rows = gold_args.load()
-    held_out = gold_args.load(gold_args.eval_split, gold_args.eval_tasks)
     with RolloutEngine(tokenizer, None, config=RolloutConfig(max_completion_length=4096)) as engine:
         train_rows = gold_sft_rows(engine, rows)
     tokens = sum(len(row["input_ids"]) for row in train_rows)
@@ -92,5 +92,4 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
 
 
 if __name__ == "__main__":
-    parser = TrlParser((GoldArguments, SFTConfig, ModelConfig))
-    main(*parser.parse_args_and_config())
+    run_recipe(main, TrlParser((GoldArguments, SFTConfig, ModelConfig)))

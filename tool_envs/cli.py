@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -169,16 +170,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         run_demo(episodes_per_agent=args.episodes, seed=args.seed)
     elif args.command == "tiny-model":
+        from tool_envs.errors import ToolEnvsError
         from tool_envs.tiny_models import build_tiny_model_for_env
 
-        folder = build_tiny_model_for_env(
-            args.env,
-            args.out,
-            template=args.template,
-            num_layers=args.layers,
-            hidden_size=args.hidden,
-            seed=args.seed,
-        )
+        try:
+            folder = build_tiny_model_for_env(
+                args.env,
+                args.out,
+                template=args.template,
+                num_layers=args.layers,
+                hidden_size=args.hidden,
+                seed=args.seed,
+            )
+        except ToolEnvsError as exc:
+            print(f"tool-envs tiny-model: error: {exc}", file=sys.stderr)
+            return 2
         print(f"saved a tiny model for {args.env} to {folder}")
     elif args.command == "calculator-tasks":
         from tool_envs.calculator.task_set import write_task_set

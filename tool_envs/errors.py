@@ -7,6 +7,7 @@ becomes an error observation and a counter in ``info``.
     ├── TaskRowError          (also ValueError)  a task row is malformed
     ├── ToolDefinitionError   (also TypeError)   a Python function cannot become a tool
     ├── EnvConfigError        (also ValueError)  an env was built with bad arguments
+    │   └── UnknownEnvError                        an env id is not registered
     ├── MissingDependencyError (also ImportError) an optional extra is not installed
     ├── MCPCallError          (also ValueError)  an MCP request failed (tool_envs.mcp.client:
     │   MCPTimeoutError, MCPConnectionError, MCPToolError, MCPProtocolError); inside an env
@@ -49,6 +50,11 @@ class ToolDefinitionError(ToolEnvsError, TypeError):
 
 class EnvConfigError(ToolEnvsError, ValueError):
     """Raised when an environment is constructed or reset with arguments it cannot use."""
+
+
+class UnknownEnvError(EnvConfigError):
+    """Raised when an env id is not registered, or the module of a ``module:EnvId`` id cannot
+    be imported; the message suggests the closest registered ids."""
 
 
 class MissingDependencyError(ToolEnvsError, ImportError):

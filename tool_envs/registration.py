@@ -6,10 +6,21 @@ so an env's module (and its dependencies) is imported only when the env is made.
 
 from __future__ import annotations
 
+import difflib
+import importlib
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+
+from tool_envs.errors import UnknownEnvError
+
+ENV_ID_FORM = re.compile(r"^(?:[\w.]+:)?[\w.-]+/[\w.-]+-v\d+$")
+"""What an env id looks like: ``namespace/Name-vN``, or Gymnasium's ``module:namespace/Name-vN``
+(import ``module`` first: it registers the env). A source of this form is an env, not a dataset."""
 
 
 @dataclass(frozen=True)
@@ -122,3 +133,71 @@ def register_envs() -> None:
 def list_envs() -> dict[str, str]:
     """Registered env ids with a one-line description each."""
     return {entry.id: entry.description for entry in ENVS}
+
+
+def registered_id(env_id: str) -> str:
+    """The registry id of ``env_id``: without the ``module:`` of Gymnasium's ``module:EnvId``
+    form, so a row written either way names the same env. Imports nothing."""
+    return env_id.partition(":")[2] or env_id
+
+
+def resolve_env_id(env_id: str) -> str:
+    """The registered id of ``env_id``, importing the module of the ``module:EnvId`` form first
+    (as ``gymnasium.make`` does), so an env registered by the user's own module works wherever
+    an env id is accepted.
+
+    Raises:
+        UnknownEnvError: the module cannot be imported, or the id is not registered (the message
+            suggests the closest registered ids).
+    """
+    module, _, name = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise UnknownEnvError(
+                f"cannot import {module!r}, the module of env id {env_id!r}: {exc}. It must be "
+                "importable (installed, or on PYTHONPATH) and register the env when imported"
+            ) from exc
+    if name in gym.registry:
+        return name
+    known = sorted(
+        (key for key, spec in gym.registry.items() if not _gymnasium_own(spec)),
+        key=lambda key: (not key.startswith("tool_envs/"), key),
+    )
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.8)
+    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    where = f"module {module!r} did not register it." if module else (
+        "An env registered by your own module is named 'module:namespace/Name-vN', so that "
+        "the module is imported first."
+    )  # fmt: skip
+    raise UnknownEnvError(
+        f"unknown env id {name!r}.{hint} {where} Registered: {', '.join(known)} "
+        "(`tool-envs list` describes this package's envs)"
+    )
+
+
+def env_id_of_source(source: str) -> str | None:
+    """The registered id when a task source names an env (``namespace/Name-vN``, or
+    ``module:namespace/Name-vN``), None for a dataset source (a folder, files, a Hub id).
+
+    Raises:
+        UnknownEnvError: the source has an env id's form but no such env is registered, so a
+            typo says "did you mean" instead of failing to reach the Hub.
+    """
+    if Path(source).expanduser().exists() or not ENV_ID_FORM.match(source):
+        return None
+    return resolve_env_id(source)
+
+
+def env_kwargs_for(env_kwargs: Mapping[str, Mapping[str, Any]], env_id: str) -> dict[str, Any]:
+    """The constructor arguments ``env_kwargs`` gives ``env_id``; keys and id may each be
+    written with or without Gymnasium's ``module:`` prefix."""
+    wanted = registered_id(env_id)
+    return next((dict(v) for k, v in env_kwargs.items() if registered_id(k) == wanted), {})
+
+
+def _gymnasium_own(spec: Any) -> bool:
+    """Gymnasium's bundled envs (CartPole, ...), left out of suggestions for tool-use envs."""
+    entry = spec.entry_point if isinstance(spec.entry_point, str) else ""
+    return entry.startswith("gymnasium.") or "/" not in spec.id

@@ -167,7 +167,13 @@ def env_texts(env_id: str, limit: int = 1000) -> list[str]:
 def build_tiny_model_for_env(
     env_id: str, folder: str | Path, *, template: str = "compact", **model_kwargs: Any
 ) -> Path:
-    """A tiny model whose tokenizer is trained on ``env_id``'s texts, saved to ``folder``."""
+    """A tiny model whose tokenizer is trained on ``env_id``'s texts, saved to ``folder``.
+
+    ``env_id`` may be Gymnasium's ``module:namespace/Name-vN`` (the module is imported first).
+    """
+    from tool_envs.registration import resolve_env_id
+
+    resolve_env_id(env_id)  # an unknown id is named with the closest ones
     chat_template = COMPACT_CHAT_TEMPLATE if template == "compact" else trl_chat_template(template)
     texts = env_texts(env_id)
     # Rendered conversations teach the tokenizer the template's own text (tool lists, markup).

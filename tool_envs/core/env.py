@@ -20,6 +20,7 @@ from tool_envs.core.spaces import AssistantTurn, ChatMessages
 from tool_envs.core.tools import ToolOutcome, Toolset
 from tool_envs.data import load_tasks, validate_row
 from tool_envs.errors import EnvConfigError, InfrastructureError, TaskRowError
+from tool_envs.registration import registered_id
 
 TaskSource = str | Sequence[Mapping[str, Any]]
 
@@ -358,7 +359,7 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
     def _check_row(self, task: dict[str, Any], index: int | None) -> None:
         """The env-level checks of a schema-valid row; errors name the row index and field."""
         spec = self.unwrapped.spec
-        if spec is not None and task["env_id"] != spec.id:
+        if spec is not None and registered_id(task["env_id"]) != spec.id:
             raise TaskRowError(
                 f"the row is for '{task['env_id']}' but this env is '{spec.id}'; "
                 "route rows by their env_id (gymnasium.make(row['env_id']))",

@@ -2,7 +2,8 @@
 
 Two checks: Gymnasium's own ``check_env`` (spaces, reset/step signatures, seeding, determinism),
 with its warnings treated as failures as the test suite does; and one gold episode, which shows
-the tools, the parser and the reward agree on a known-good solution.
+the tools, the parser and the reward agree on a known-good solution, with every step's ``info``
+checked against the ``ToolEnv`` contract (:mod:`tool_envs.core.info_contract`).
 """
 
 from __future__ import annotations
@@ -10,14 +11,15 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 from gymnasium.utils.env_checker import check_env
 
+from tool_envs.core.info_contract import info_problems
 from tool_envs.core.messages import render_transcript
 from tool_envs.eval.agents import GoldAgent
-from tool_envs.eval.tasks import resolve_env_id
+from tool_envs.registration import resolve_env_id
 
 __all__ = ["check_env_id"]
 
@@ -30,6 +32,22 @@ def _gold_task(env: gym.Env) -> tuple[str, dict[str, Any]] | None:
         return None
     row = dict(splits[name][0])
     return (name, row) if env.unwrapped.gold_turns(row) is not None else None
+
+
+class InfoContractCheck(gym.Wrapper):
+    """Checks each step's ``info`` against the ``ToolEnv`` contract, recording what is wrong."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.steps = 0
+        self.problems: list[tuple[int, str]] = []
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        self.steps += 1
+        for problem in info_problems(info, float(reward), terminated, truncated):
+            self.problems.append((self.steps, problem))
+        return observation, reward, terminated, truncated, info
 
 
 def check_env_id(
@@ -63,12 +81,18 @@ def check_env_id(
             return ok
         split, task = found
         task_id = (task.get("extra_info") or {}).get("id")
-        env.reset(seed=0, options={"task": task})
+        checked = InfoContractCheck(env)
+        checked.reset(seed=0, options={"task": task})
         try:
-            result = GoldAgent().play(env, task)
+            result = GoldAgent().play(checked, task)
         except Exception as exc:
             echo(f"FAIL gold episode on {split} task {task_id}: {type(exc).__name__}: {exc}")
             return False
+        for step, problem in checked.problems:
+            ok = False
+            echo(f"FAIL info contract at step {step} of the gold episode: {problem}")
+        if not checked.problems:
+            echo(f"ok   info contract held on all {checked.steps} steps of the gold episode")
         reward_info = json.dumps(result.info.get("reward_info"), default=str)
         turns = result.info.get("turn", 0)
         where = f"gold episode on {split} task {task_id}"

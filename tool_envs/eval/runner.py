@@ -42,7 +42,8 @@ from tool_envs.eval.agents import (
 )
 from tool_envs.eval.metrics import is_success, summarize
 from tool_envs.eval.store import TrajectoryStore, trial_key
-from tool_envs.eval.tasks import EvalTask, derive_seed, load_eval_tasks, resolve_env_id
+from tool_envs.eval.tasks import EvalTask, derive_seed, load_eval_tasks
+from tool_envs.registration import env_kwargs_for, registered_id, resolve_env_id
 
 __all__ = ["AGENTS", "EvalConfig", "EvalResult", "run_eval"]
 
@@ -253,7 +254,7 @@ class _EnvPool:
         self.made: list[gym.Env] = []
 
     def kwargs(self, env_id: str) -> dict[str, Any]:
-        kwargs = dict(self.config.env_kwargs.get(env_id, {}))
+        kwargs = env_kwargs_for(self.config.env_kwargs, env_id)
         if self.config.user is not None and env_takes(env_id, "user"):
             kwargs.setdefault("user", self.config.user)
         if self.config.parser is not None and env_takes(env_id, "parser"):
@@ -434,7 +435,7 @@ def run_eval(config: EvalConfig) -> EvalResult:
     for env_id in config.env_kwargs:
         resolve_env_id(env_id)
     tasks = load_eval_tasks(config.envs, config.split, config.limit, config.where)
-    unknown = set(config.env_kwargs) - set(tasks)
+    unknown = {registered_id(env_id) for env_id in config.env_kwargs} - set(tasks)
     if unknown:
         raise EvalError(f"--env-kwargs names {sorted(unknown)}, which this run does not evaluate")
     _check_user_applies(config, list(tasks))

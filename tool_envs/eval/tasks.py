@@ -6,13 +6,10 @@ how the run was started; rows without ``extra_info["id"]`` get one derived from 
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -20,12 +17,11 @@ import numpy as np
 
 import tool_envs
 from tool_envs.eval.agents import EvalError
+from tool_envs.registration import registered_id, resolve_env_id
 
-__all__ = ["EvalTask", "derive_seed", "load_eval_tasks", "resolve_env_id"]
+__all__ = ["EvalTask", "derive_seed", "load_eval_tasks"]
 
 gym.register_envs(tool_envs)
-
-_ENV_ID = re.compile(r"^[\w.-]+/[\w.-]+-v\d+$")
 
 
 @dataclass(frozen=True)
@@ -36,23 +32,6 @@ class EvalTask:
     task_id: str
     index: int
     row: dict[str, Any]
-
-
-def _known_ids() -> list[str]:
-    return sorted(env_id for env_id in gym.registry if env_id.startswith("tool_envs/"))
-
-
-def resolve_env_id(env_id: str) -> str:
-    """``env_id`` if it is registered, else an :class:`EvalError` that suggests close ids."""
-    if env_id in gym.registry:
-        return env_id
-    known = _known_ids()
-    close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.5)
-    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-    raise EvalError(
-        f"unknown env id {env_id!r}.{hint} Registered: {', '.join(known) or 'none'} "
-        "(`tool-envs list` prints them)"
-    )
 
 
 def task_id_of(row: Mapping[str, Any]) -> str:
@@ -89,12 +68,10 @@ def load_eval_tasks(
     grouped: dict[str, list[EvalTask]] = {}
     seen: dict[tuple[str, str], int] = {}
     for source in sources:
-        is_path = Path(source).expanduser().exists()
-        if source not in gym.registry and not is_path and _ENV_ID.match(source):
-            resolve_env_id(source)  # raises with suggestions
         rows = load_task_sources([source], split, limit, where)
         for row in rows:
-            env_id = resolve_env_id(row["env_id"])
+            resolve_env_id(row["env_id"])  # imports the module of a ``module:EnvId`` row
+            env_id = registered_id(row["env_id"])
             tasks = grouped.setdefault(env_id, [])
             task = EvalTask(env_id, task_id_of(row), len(tasks), row)
             if (env_id, task.task_id) in seen:

@@ -35,6 +35,7 @@ import tool_envs
 from tool_envs.core.messages import Message
 from tool_envs.core.outcome import VOID, is_void, outcome_of, void_info
 from tool_envs.errors import ToolEnvsError
+from tool_envs.registration import env_kwargs_for
 from tool_envs.rollout.backends.base import Generation, GenerationBackend, SamplingSettings
 from tool_envs.rollout.template import ChatTemplateRenderer
 
@@ -225,7 +226,7 @@ class EnvPool:
         with self._lock:  # episodes start from worker threads
             if self._free[env_id]:
                 return self._free[env_id].pop()
-        kwargs = dict(self.config.env_kwargs.get(env_id, {}))
+        kwargs = env_kwargs_for(self.config.env_kwargs, env_id)
         if self.config.max_turns is not None:
             kwargs["max_episode_steps"] = self.config.max_turns
         env = gym.make(env_id, **kwargs)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import json
 import os
 import re
 import sys
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,13 @@ import gymnasium as gym
 
 import tool_envs
 from tool_envs.data import encode_row, load_tasks
-from tool_envs.errors import EnvConfigError
+from tool_envs.errors import EnvConfigError, TaskRowError
+from tool_envs.registration import (
+    env_id_of_source,
+    env_kwargs_for,
+    registered_id,
+    resolve_env_id,
+)
 from tool_envs.rollout.template_check import check_chat_template
 
 gym.register_envs(tool_envs)
@@ -45,7 +53,7 @@ class TaskArguments:
         """The rows of ``split`` (default: ``task_split``), filtered by ``tasks_where``."""
         where = parse_json_argument("tasks_where", self.tasks_where)
         for source in self.tasks:
-            if source not in gym.registry:
+            if env_id_of_source(source) is None:
                 check_model_path(source, option="tasks", what="the task set")
         count = limit if limit is not None else self.max_tasks
         return load_task_sources(self.tasks, split or self.task_split, count, where)
@@ -77,14 +85,16 @@ def load_task_sources(
 ) -> list[dict[str, Any]]:
     """Rows from each source, concatenated (mixed envs allowed).
 
-    A source is a registered env id (its own task set; ``split`` picks train or test where the
-    env ships splits), or anything :func:`tool_envs.data.load_tasks` reads: a dataset folder,
-    data files, or a Hub id. ``where`` keeps rows whose ``extra_info`` has those values (a list
-    value means any of them), e.g. ``{"difficulty": [1, 2]}``.
+    A source is an env id (its own task set; ``split`` picks train or test where the env ships
+    splits; ``module:namespace/Name-vN`` imports the module that registers it first, and its
+    rows carry that form so worker processes import it too), or anything
+    :func:`tool_envs.data.load_tasks` reads: a dataset folder, data files, or a Hub id.
+    ``where`` keeps rows whose ``extra_info`` has those values (a list value means any of
+    them), e.g. ``{"difficulty": [1, 2]}``.
     """
     rows: list[dict[str, Any]] = []
     for source in sources:
-        if source in gym.registry:
+        if env_id_of_source(source) is not None:
             rows.extend(_env_tasks(source, split))
         else:
             rows.extend(load_tasks(source, split=split))
@@ -104,9 +114,12 @@ def _env_tasks(env_id: str, split: str) -> list[dict[str, Any]]:
         available = env.unwrapped.task_splits()
         if split not in available:
             raise EnvConfigError(f"{env_id} has no split {split!r}; it has {sorted(available)}")
-        return load_tasks(list(available[split]))
+        rows = load_tasks(list(available[split]))
     finally:
         env.close()
+    if ":" in env_id:  # the module that registers the env travels with each row
+        rows = [{**row, "env_id": env_id} for row in rows]
+    return rows
 
 
 def quiet_console() -> None:
@@ -125,6 +138,44 @@ def quiet_console() -> None:
 _REPO = Path(__file__).resolve().parents[3]
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 _OUTPUT_ROOTS = ("outputs",)  # where the recipes' configs write their models
+
+
+def run_recipe(main: Callable[..., Any], parser: Any, args: Sequence[str] | None = None) -> None:
+    """Parse a recipe's YAML config and flags with TRL's ``parser`` and run ``main``.
+
+    A key no option has (``max_turn: 4``) is named with the closest option instead of TRL's
+    advice to edit its dataclasses, and a bad input found while setting up (an unknown env id, a
+    missing folder, a malformed row) ends with one line that says what was wrong (exit 2), not a
+    traceback through the libraries underneath.
+    """
+    try:
+        *parsed, from_config, from_flags = parser.parse_args_and_config(
+            args, return_remaining_strings=True, separate_remaining_strings=True
+        )
+    except ValueError as exc:  # a config class's own check (bf16 on a CPU, ...)
+        _exit_with(str(exc))
+    known = sorted({f.name for kind in parser.dataclass_types for f in dataclasses.fields(kind)})
+    unknown = [(s[2:], "the config file") for s in from_config if s.startswith("--")]
+    unknown += [
+        (s.lstrip("-").split("=")[0], "the command line") for s in from_flags if s[:1] == "-"
+    ]
+    if unknown:
+        lines = []
+        for key, where in unknown:
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else " (`--help` lists the options)"
+            lines.append(f"unknown option {key!r} in {where}{hint}")
+        _exit_with("\n".join(lines))
+    try:
+        main(*parsed)
+    except (EnvConfigError, TaskRowError) as exc:
+        _exit_with(str(exc))
+
+
+def _exit_with(message: str) -> None:
+    program = Path(sys.argv[0]).name or "recipe"
+    print("\n".join(f"{program}: error: {line}" for line in message.splitlines()), file=sys.stderr)
+    raise SystemExit(2)
 
 
 def looks_like_local_path(name_or_path: str) -> bool:
@@ -266,12 +317,14 @@ def check_setup(
     with that env's tools (a template that is not prefix-preserving would corrupt env tokens).
     """
     lines = []
+    for key in env_kwargs:
+        resolve_env_id(key)
     by_env: dict[str, Mapping[str, Any]] = {}
     for row in rows:
-        by_env.setdefault(row["env_id"], row)
+        by_env.setdefault(resolve_env_id(row["env_id"]), row)
     for env_id, row in by_env.items():
-        count = sum(r["env_id"] == env_id for r in rows)
-        env = gym.make(env_id, **dict(env_kwargs.get(env_id, {})))
+        count = sum(registered_id(r["env_id"]) == env_id for r in rows)
+        env = gym.make(env_id, **env_kwargs_for(env_kwargs, env_id))
         try:
             env.reset(seed=0, options={"task": dict(row)})
             tools = env.unwrapped.tools

@@ -1,0 +1,192 @@
+"""A user's own env, outside this repository: CONTRIBUTING's section, run as written, and the
+``module:namespace/Name-vN`` form wherever an env id is accepted."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import tool_envs
+from tool_envs.core.info_contract import info_problems
+from tool_envs.errors import TaskRowError, UnknownEnvError
+from tool_envs.eval.check import check_env_id
+from tool_envs.registration import env_kwargs_for, registered_id, resolve_env_id
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+gym.register_envs(tool_envs)
+
+
+def contributing_section() -> tuple[str, list[str]]:
+    """The module and the commands of CONTRIBUTING's "your own env" section."""
+    text = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    section = text.split("## Your own env, outside this repository", 1)[1].split("\n## ", 1)[0]
+    blocks = dict(re.findall(r"```(python|bash)\n(.*?)```", section, re.S))
+    commands = blocks["bash"].replace("\\\n", " ").splitlines()
+    return blocks["python"], [c for c in commands if c.strip()]
+
+
+@pytest.fixture(scope="module")
+def own_module(tmp_path_factory):
+    """``unitconv.py`` from CONTRIBUTING in a folder of its own, importable in this process."""
+    folder = tmp_path_factory.mktemp("own-env")
+    (folder / "unitconv.py").write_text(contributing_section()[0], encoding="utf-8")
+    sys.path.insert(0, str(folder))
+    yield folder
+    sys.path.remove(str(folder))
+    sys.modules.pop("unitconv", None)
+
+
+def test_contributing_section_runs_as_written(own_module):
+    """check, eval, tiny-model and 2 GRPO steps, from the folder that holds the module."""
+    _, commands = contributing_section()
+    assert commands[0] == "export PYTHONPATH=$PWD"
+    env = {**os.environ, "PYTHONPATH": str(own_module), "PATH": f"{BIN}:{os.environ['PATH']}"}
+    outputs = []
+    for command in commands[1:]:
+        words = shlex.split(command)
+        if words[0] == "python":
+            words[0] = sys.executable
+        words = [str(REPO / w) if w.startswith("recipes/") else w for w in words]
+        if words[:2] == ["tool-envs", "eval"]:
+            words.append("--no-progress")
+        result = subprocess.run(
+            words, cwd=own_module, env=env, capture_output=True, text=True, timeout=900
+        )
+        assert result.returncode == 0, (command, result.stdout[-3000:], result.stderr[-3000:])
+        outputs.append(result.stdout)
+    check, evaluation, tiny, grpo = outputs
+    assert "ok   info contract held" in check and "reward 1.0" in check
+    assert "30/30 finished" in evaluation
+    summary = json.loads((own_module / "runs/unitconv/summary.json").read_text())
+    assert summary["overall"]["success_rate"] == 1.0
+    assert "saved a tiny model for unitconv:unitconv/UnitConv-v0" in tiny
+    assert "unitconv/UnitConv-v0: 120 tasks" in grpo and "[done] 2 steps" in grpo
+    records = (own_module / "outputs/unitconv-grpo/metrics.jsonl").read_text().splitlines()
+    assert [json.loads(r)["step"] for r in records if "env/reward" in r] == [1, 2]
+
+
+def test_a_row_may_name_the_env_with_or_without_its_module(own_module):
+    env = gym.make("unitconv:unitconv/UnitConv-v0")
+    row = dict(env.unwrapped.task_splits()["test"][0])
+    for env_id in ("unitconv/UnitConv-v0", "unitconv:unitconv/UnitConv-v0"):
+        env.reset(options={"task": {**row, "env_id": env_id}})
+        for turn in env.unwrapped.gold_turns(row):
+            _, reward, terminated, _, _ = env.step(turn)
+        assert terminated and reward == 1.0
+    with pytest.raises(TaskRowError, match="this env is 'unitconv/UnitConv-v0'"):
+        env.reset(options={"task": {**row, "env_id": "unitconv:unitconv/Other-v0"}})
+    env.close()
+
+
+def test_env_ids_resolve_in_either_form_and_mistakes_are_named(own_module):
+    assert resolve_env_id("unitconv:unitconv/UnitConv-v0") == "unitconv/UnitConv-v0"
+    assert registered_id("unitconv:unitconv/UnitConv-v0") == "unitconv/UnitConv-v0"
+    kwargs = {"unitconv:unitconv/UnitConv-v0": {"parser": "hermes"}}
+    assert env_kwargs_for(kwargs, "unitconv/UnitConv-v0") == {"parser": "hermes"}
+    with pytest.raises(UnknownEnvError, match=r"Did you mean 'tool_envs/Calculator-v0'\?"):
+        resolve_env_id("tool_envs/Calculater-v0")
+    with pytest.raises(UnknownEnvError, match="cannot import 'no_such_module'"):
+        resolve_env_id("no_such_module:ns/Env-v0")
+    with pytest.raises(UnknownEnvError, match="module 'unitconv' did not register it"):
+        resolve_env_id("unitconv:unitconv/UnitConverter-v0")
+
+
+def test_the_recipes_load_an_env_source_in_module_form_and_name_a_typo(own_module):
+    from tool_envs.integrations.trl.recipes import TaskArguments, check_setup, load_task_sources
+
+    rows = load_task_sources(["unitconv:unitconv/UnitConv-v0"], "train")
+    assert len(rows) == 120 and {r["env_id"] for r in rows} == {"unitconv:unitconv/UnitConv-v0"}
+    with pytest.raises(UnknownEnvError, match="Did you mean 'tool_envs/Calculator-v0'"):
+        TaskArguments(tasks=["tool_envs/Calculater-v0"]).load()
+
+    class Tokenizer:  # check_setup fails on the env kwargs before it needs a real tokenizer
+        pad_token_id = 0
+
+    with pytest.raises(UnknownEnvError, match="cannot import 'nope'"):
+        check_setup(Tokenizer(), rows, {"nope:ns/Env-v0": {}})
+
+
+def run_recipe(*args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, str(REPO / "recipes/train_grpo.py"), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO)
+
+
+def test_a_recipe_names_an_unknown_config_key_and_a_task_typo_in_one_line(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        f"model_name_or_path: {tmp_path}\noutput_dir: {tmp_path / 'out'}\nuse_cpu: true\n"
+        "bf16: false\ntasks: [tool_envs/Calculater-v0]\nmax_turn: 4\n"
+    )
+    result = run_recipe("--config", str(config), "--dry_run")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "train_grpo.py: error: unknown option 'max_turn' in the config file; "
+        "did you mean 'max_turns'?"
+    )
+    config.write_text(config.read_text().replace("max_turn: 4\n", ""))
+    result = run_recipe("--config", str(config), "--dry_run")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "unknown env id 'tool_envs/Calculater-v0'. Did you mean 'tool_envs/Calculator-v0'?" in (
+        result.stderr
+    )
+    assert "huggingface" not in result.stderr.lower()
+
+
+# -- the info contract ---------------------------------------------------------------------------
+
+
+def test_check_names_a_final_reward_info_without_reward(own_module):
+    import unitconv
+
+    class Forgetful(unitconv.UnitConvEnv):
+        def task_splits(self):
+            splits = super().task_splits().items()
+            return {k: [{**r, "env_id": "unitconv/Forgetful-v0"} for r in v] for k, v in splits}
+
+        def default_tasks(self):
+            return self.task_splits()["train"]
+
+        def _compute_reward(self):
+            reward, info = super()._compute_reward()
+            del info["reward"]
+            return reward, info
+
+    gym.register("unitconv/Forgetful-v0", entry_point=Forgetful, max_episode_steps=4)
+    lines: list[str] = []
+    try:
+        assert check_env_id("unitconv/Forgetful-v0", echo=lines.append) is False
+    finally:
+        del gym.registry["unitconv/Forgetful-v0"]
+    assert (
+        "FAIL info contract at step 2 of the gold episode: info['reward_info'] has no 'reward'"
+        in (lines)
+    )
+
+
+def test_info_problems_name_each_broken_promise():
+    good = {
+        "turn": 1, "tool_calls": [], "parse_error": None, "tool_errors": [], "stats": {},
+        "reward_info": {"reward": 1.0, "reason": "ok", "outcome": "success"},
+    }  # fmt: skip
+    assert info_problems(good, 1.0, True, False) == []
+    assert info_problems({**good, "reward_info": None}, 0.0, False, False) == []
+    broken = {k: v for k, v in good.items() if k != "stats"}
+    broken["reward_info"] = {"reward": 0.5, "outcome": "maybe"}
+    assert info_problems(broken, 1.0, True, False) == [
+        "info has no 'stats'",
+        "info['reward_info'] has no 'reason'",
+        "info['reward_info']['reward'] is 0.5, the step's reward 1.0",
+        "info['reward_info']['outcome'] 'maybe' is not one of ('success', 'failure', 'void')",
+    ]
+    assert info_problems({**good, "reward_info": None}, 0.0, True, False) == [
+        "the episode terminated but info['reward_info'] is None"
+    ]
