@@ -44,3 +44,45 @@ def test_the_readme_has_snippets_that_run():
 @pytest.mark.parametrize("code", SNIPPETS)
 def test_readme_snippet_runs_as_written(code):
     exec(compile(code, str(README), "exec"), {"__name__": "readme"})
+
+
+def test_the_readme_states_the_calculator_task_set_as_the_code_builds_it():
+    from collections import Counter
+
+    from tool_envs.calculator.tasks import default_splits
+
+    splits = default_splits()
+    operations = Counter(task["extra_info"]["difficulty"] for task in splits["train"])
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert (
+        f"the Calculator env's default task set holds {len(splits['train']):,} training tasks "
+        f"({operations[1]} of one operation, {operations[2]} of two, {operations[3]} of three) "
+        f"and {len(splits['test'])} test tasks"
+    ) in text
+
+
+def test_the_readme_names_the_commands_the_demo_runs():
+    """Every ``tool-envs`` command of ``make demo`` is in the README, with what it does."""
+    makefile = (README.parent / "Makefile").read_text(encoding="utf-8")
+    demo = makefile.partition("\ndemo:")[2].partition("\n\n")[0]
+    commands = re.findall(r"\$\(BIN\)/tool-envs ([\w-]+)", demo)
+    assert commands == ["calculator-tasks", "tiny-model"]
+    text = README.read_text(encoding="utf-8")
+    for command in commands:
+        assert f"`tool-envs {command} " in text, command
+
+
+def test_the_train_extra_admits_only_the_transformers_the_tests_ran():
+    """A newer transformers printed TRL 1.16's deprecation warnings into the training console:
+    the range says what was tested, and it is the one installed here."""
+    from importlib.metadata import version
+
+    from packaging.requirements import Requirement
+
+    tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11+")
+
+    project = tomllib.loads((README.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    extra = [Requirement(r) for r in project["project"]["optional-dependencies"]["train"]]
+    [transformers] = [r for r in extra if r.name == "transformers"]
+    assert transformers.specifier.contains(version("transformers"))
+    assert not transformers.specifier.contains("5.24.0")
