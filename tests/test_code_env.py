@@ -260,6 +260,67 @@ def test_extract_code_takes_the_last_block():
     assert extract_code("no code") is None
 
 
+# -- the code the model meant is graded (issue 30) --------------------------------------------
+
+EXAMPLE = "```python\nprint(add(1, 2))  # 3\n```\n"
+WRONG = "def add(a, b):\n    return a - b\n"
+
+
+def _reply(*blocks: str) -> str:
+    return "Here is my answer.\n" + "\nFor example:\n".join(
+        block if block.startswith("```") else f"```python\n{block}```\n" for block in blocks
+    )
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (_reply(GOOD, EXAMPLE), 1.0),  # the solution, then a usage example
+        (_reply(GOOD, "assert add(2, 2) == 4\nprint('ok')\n"), 1.0),
+        (_reply(GOOD, "```\n>>> add(1, 2)\n3\n```\n"), 1.0),  # a bare doctest block
+        (_reply(WRONG, GOOD, EXAMPLE), 1.0),  # a draft, the fixed version, an example
+        # A helper in its own block and a constant after the example: taken along.
+        (_reply("def _plus(a, b):\n    return a + b + ZERO\n",
+                "def add(a, b):\n    return _plus(a, b)\n", EXAMPLE, "ZERO = 0\n"), 1.0),
+        (_reply(EXAMPLE), 0.0),  # an example alone defines nothing: graded as before
+        (_reply(WRONG, EXAMPLE), 0.0),  # a wrong solution, then a right-looking example
+        (_reply(GOOD, WRONG, EXAMPLE), 0.0),  # the last definition is the one graded
+        (_reply("```python\ndef add(a, b):\n    return a + b\n```"
+                "\n```text\nprint(add(1, 2))\n```\n"), 1.0),  # other languages are skipped
+    ],
+    ids=[
+        "solution-then-example", "solution-then-asserts", "solution-then-doctest",
+        "draft-fix-example", "helpers-in-other-blocks", "example-alone", "wrong-then-example",
+        "right-then-wrong", "text-block",
+    ],
+)  # fmt: skip
+def test_a_reply_is_graded_on_the_block_that_defines_the_entry_point(reply, expected):
+    env = make()
+    _, reward, terminated, _, info = env.step(reply)
+    env.close()
+    assert terminated and info["reward_info"]["submitted_via"] == "reply"
+    assert reward == expected, info["reward_info"]
+
+
+def test_submit_and_code_exec_apply_the_same_rule_to_fenced_arguments():
+    env = make()
+    obs, *_ = env.step(call("code_exec", _reply(GOOD, EXAMPLE).split("\n", 1)[1]))
+    assert obs[0]["content"].startswith("Visible tests: 1/1 passed"), obs[0]["content"]
+    _, reward, *_ = env.step(call("submit", _reply(GOOD, EXAMPLE).split("\n", 1)[1]))
+    env.close()
+    assert reward == 1.0
+
+
+def test_stdio_replies_keep_the_last_code_block():
+    env = make(SQUARE)
+    _, reward, *_ = env.step(_reply("print(int(input()) ** 2)\n", "```text\n3\n```\n"))
+    assert reward == 1.0  # a tagged sample-input block is not code
+    env.reset(seed=0)
+    _, reward, *_ = env.step(_reply("print(int(input()) ** 2)\n", "print(9)\n"))
+    env.close()
+    assert reward == 0.0  # no entry point to look for: the last block, as before
+
+
 @pytest.mark.parametrize(
     "cheat",
     [
