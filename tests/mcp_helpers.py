@@ -170,3 +170,46 @@ def write_silent_server(folder: Path) -> Path:
     path = folder / "silent_server.py"
     path.write_text(SILENT_SERVER, encoding="utf-8")
     return path
+
+
+# A server that wedges on purpose (issue 30): `wedge` blocks the server's event loop, so it
+# answers nothing after it (not even a ping) and never notices its stdin closing. At start it
+# starts a child of its own, in its process group, as servers started through npx or uvx do.
+# Every wait is bounded (10 minutes), so nothing outlives a failed test for long.
+WEDGED_SERVER = '''
+import os
+import subprocess
+import sys
+import time
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("wedged")
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+
+
+@server.tool()
+def pids() -> str:
+    """The server's process id and its child's."""
+    return f"{os.getpid()} {child.pid}"
+
+
+@server.tool()
+async def wedge(marker: str = "") -> str:
+    """Block the whole server (a blocking call in async code): it answers nothing after this."""
+    if marker:
+        with open(marker, "w", encoding="utf-8") as handle:
+            handle.write("wedged")
+    time.sleep(600)
+    return "unreachable"
+
+
+if __name__ == "__main__":
+    server.run()
+'''
+
+
+def write_wedged_server(folder: Path) -> Path:
+    path = folder / "wedged_server.py"
+    path.write_text(WEDGED_SERVER, encoding="utf-8")
+    return path

@@ -17,6 +17,8 @@ import pytest
 if not sys.platform.startswith("linux"):
     pytest.skip("the code sandbox needs Linux", allow_module_level=True)
 
+from code_helpers import ALWAYS_EQUAL
+
 import tool_envs
 from tool_envs.code import CodeExecEnv, code_task_row, extract_code
 from tool_envs.code.sandbox import SandboxPool, detect_isolation
@@ -260,6 +262,67 @@ def test_extract_code_takes_the_last_block():
     assert extract_code("no code") is None
 
 
+# -- the code the model meant is graded (issue 30) --------------------------------------------
+
+EXAMPLE = "```python\nprint(add(1, 2))  # 3\n```\n"
+WRONG = "def add(a, b):\n    return a - b\n"
+
+
+def _reply(*blocks: str) -> str:
+    return "Here is my answer.\n" + "\nFor example:\n".join(
+        block if block.startswith("```") else f"```python\n{block}```\n" for block in blocks
+    )
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (_reply(GOOD, EXAMPLE), 1.0),  # the solution, then a usage example
+        (_reply(GOOD, "assert add(2, 2) == 4\nprint('ok')\n"), 1.0),
+        (_reply(GOOD, "```\n>>> add(1, 2)\n3\n```\n"), 1.0),  # a bare doctest block
+        (_reply(WRONG, GOOD, EXAMPLE), 1.0),  # a draft, the fixed version, an example
+        # A helper in its own block and a constant after the example: taken along.
+        (_reply("def _plus(a, b):\n    return a + b + ZERO\n",
+                "def add(a, b):\n    return _plus(a, b)\n", EXAMPLE, "ZERO = 0\n"), 1.0),
+        (_reply(EXAMPLE), 0.0),  # an example alone defines nothing: graded as before
+        (_reply(WRONG, EXAMPLE), 0.0),  # a wrong solution, then a right-looking example
+        (_reply(GOOD, WRONG, EXAMPLE), 0.0),  # the last definition is the one graded
+        (_reply("```python\ndef add(a, b):\n    return a + b\n```"
+                "\n```text\nprint(add(1, 2))\n```\n"), 1.0),  # other languages are skipped
+    ],
+    ids=[
+        "solution-then-example", "solution-then-asserts", "solution-then-doctest",
+        "draft-fix-example", "helpers-in-other-blocks", "example-alone", "wrong-then-example",
+        "right-then-wrong", "text-block",
+    ],
+)  # fmt: skip
+def test_a_reply_is_graded_on_the_block_that_defines_the_entry_point(reply, expected):
+    env = make()
+    _, reward, terminated, _, info = env.step(reply)
+    env.close()
+    assert terminated and info["reward_info"]["submitted_via"] == "reply"
+    assert reward == expected, info["reward_info"]
+
+
+def test_submit_and_code_exec_apply_the_same_rule_to_fenced_arguments():
+    env = make()
+    obs, *_ = env.step(call("code_exec", _reply(GOOD, EXAMPLE).split("\n", 1)[1]))
+    assert obs[0]["content"].startswith("Visible tests: 1/1 passed"), obs[0]["content"]
+    _, reward, *_ = env.step(call("submit", _reply(GOOD, EXAMPLE).split("\n", 1)[1]))
+    env.close()
+    assert reward == 1.0
+
+
+def test_stdio_replies_keep_the_last_code_block():
+    env = make(SQUARE)
+    _, reward, *_ = env.step(_reply("print(int(input()) ** 2)\n", "```text\n3\n```\n"))
+    assert reward == 1.0  # a tagged sample-input block is not code
+    env.reset(seed=0)
+    _, reward, *_ = env.step(_reply("print(int(input()) ** 2)\n", "print(9)\n"))
+    env.close()
+    assert reward == 0.0  # no entry point to look for: the last block, as before
+
+
 @pytest.mark.parametrize(
     "cheat",
     [
@@ -396,6 +459,95 @@ _FORGED = {"load_error": None, "results": [["passed", ""]] * 4, "stdout": ""}
 def test_patching_what_the_harness_uses_earns_nothing(cheat):
     reward, info = submit(cheat + "def add(a, b):\n    return -999\n")
     assert reward == 0.0 and info["passed"] == 0, info
+
+
+# -- what a test compares is plain data (issue 30) ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "cheat",
+    [
+        "def add(a, b):\n    return AlwaysEqual()\n",
+        "class Int(int):\n    def __eq__(self, other):\n        return True\n"
+        "    __hash__ = int.__hash__\n\ndef add(a, b):\n    return Int(0)\n",
+        "class Meta(type):\n    def __eq__(cls, other):\n        return True\n"
+        "    __hash__ = type.__hash__\n\nclass K(metaclass=Meta):\n    pass\n\n"
+        "def add(a, b):\n    return K\n",
+        "def add(a, b):\n    return [AlwaysEqual()][0] if a == b else (AlwaysEqual(),)[0]\n",
+        "def add(a, b):\n    return {'sum': [AlwaysEqual()]}['sum'][0]\n",
+        "from unittest.mock import ANY\n\ndef add(a, b):\n    return ANY\n",
+    ],
+    ids=["always-equal", "int-subclass", "metaclass", "from-a-list", "from-a-dict", "mock-ANY"],
+)
+def test_a_value_that_is_not_plain_data_is_refused(cheat):
+    reward, info = submit(ALWAYS_EQUAL + cheat)
+    assert reward == 0.0 and info["passed"] == 0, info
+    assert "not plain data" in info["failures"][0] and "refused" in info["failures"][0]
+
+
+def _task(tests: list[str], entry: str = "f", **more) -> dict:
+    return code_task_row(
+        task_id="t",
+        statement="s",
+        tests={"kind": "assert", "entry_point": entry, "visible": tests, **more},
+        time_limit_s=2.0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("tests", "solution", "expected"),
+    [
+        # The harness refuses what the guard saw even when the test swallows the exception.
+        (["try:\n    assert f() == [1]\nexcept BaseException:\n    pass\n"],
+         "def f():\n    return [AlwaysEqual()]\n", 0.0),
+        # Iterators are checked item by item as the test consumes them.
+        (["assert list(f()) == [1, 2]"], "def f():\n    return iter([AlwaysEqual()] * 2)\n", 0.0),
+        (["assert list(f()) == [1, 2]"], "def f():\n    return map(int, '12')\n", 1.0),
+        (["assert next(f()) == 1"], "def f():\n    yield 1\n", 1.0),
+        # A LeetCode-style method is guarded too.
+        (["assert Solution().f() == 1"],
+         "class Solution:\n    def f(self):\n        return AlwaysEqual()\n", 0.0),
+        (["assert Solution().f() == 1"], "class Solution:\n    def f(self):\n        return 1\n",
+         1.0),
+        # Plain data of every kind compares as before (float tolerance is the test's own).
+        (["assert abs(f()[0] - 0.3) < 1e-9 and f()[1:] == (None, True, b'x', 2j)"],
+         "def f():\n    return (0.1 + 0.2, None, True, b'x', 2j)\n", 1.0),
+        (["import collections\nassert f() == collections.Counter('aab')"],
+         "import collections\ndef f():\n    return collections.Counter('aab')\n", 1.0),
+        (["assert f() == {1: [{2, 3}], 'k': (frozenset(), range(2))}"],
+         "def f():\n    x = {1: [{2, 3}], 'k': (frozenset(), range(2))}\n    return x\n", 1.0),
+        (["assert f() == [[]]"], "def f():\n    x = []\n    x.append(x)\n    return x\n", 0.0),
+    ],
+    ids=[
+        "swallowed", "iterator-of-objects", "map", "generator", "solution-method",
+        "solution-method-plain", "scalars", "counter", "nested", "self-containing-list-ends",
+    ],
+)  # fmt: skip
+def test_the_guard_refuses_objects_and_passes_plain_data(tests, solution, expected):
+    reward, info = submit(ALWAYS_EQUAL + solution, row=_task(tests))
+    assert reward == expected, info
+
+
+def test_a_row_can_allow_objects_and_more_data_types():
+    cheat = ALWAYS_EQUAL + "def f():\n    return AlwaysEqual()\n"
+    assert submit(cheat, row=_task(["assert f() == 1"], returns="any"))[0] == 1.0
+    date = "import datetime\ndef f():\n    return datetime.date(2020, 1, 2)\n"
+    test = ["import datetime\nassert f() == datetime.date(2020, 1, 2)"]
+    assert submit(date, row=_task(test))[0] == 0.0  # not plain data unless the row says so
+    assert submit(date, row=_task(test, data_types=["datetime.date"]))[0] == 1.0
+    reward, info = submit(date, row=_task(test, data_types=["no_such_module.Date"]))
+    assert reward == 0.0 and "reward_spec.tests.data_types" in info["load_error"]
+    for bad, message in [
+        ({"returns": "objects"}, "returns"),
+        ({"data_types": ["date"]}, "not an import path"),
+        ({"data_types": "datetime.date"}, "data_types"),
+    ]:
+        with pytest.raises(TaskRowError, match=message):
+            _task(["assert f() == 1"], **bad)
+    with pytest.raises(TaskRowError, match="only apply to assert tests"):
+        code_task_row(
+            task_id="t", statement="s", tests={**SQUARE["reward_spec"]["tests"], "returns": "any"}
+        )
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ if not sys.platform.startswith("linux"):
 import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
+from code_helpers import always_equal_solution
 
 from tool_envs.code.judge import run_tests
 from tool_envs.code.loaders import (
@@ -596,6 +597,39 @@ def test_malformed_rows_name_the_row_and_field(fmt, rows, changes, field, messag
         load_code_tasks(_changed(rows, **changes), format=fmt)
     assert (info.value.index, info.value.field) == (1, field)
     assert str(info.value).startswith(f"row 1, field '{field}': ")
+
+
+# -- what is compared is plain data (issue 30) -------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(FIXTURES))
+def test_an_always_equal_object_passes_no_test_of_any_loader(name, sandbox):
+    """Call-based tasks refuse it; stdin/stdout tasks compare printed text, which it cannot fake."""
+    fmt, raw = FIXTURES[name]
+    for row in load_code_tasks(raw, format=fmt, time_limit_s=3.0):
+        suite = parse_reward_spec(row["reward_spec"]).tests
+        report = run_tests(sandbox, always_equal_solution(suite.entry_point), suite, suite.graded)
+        assert report.passed == 0, (row["extra_info"]["id"], report)
+        if suite.kind == "assert":
+            assert all("object of class AlwaysEqual" in r.detail for r in report.results), report
+        else:
+            assert all("got 'always equal" in r.detail for r in report.results), report
+
+
+def test_a_reference_that_defines_the_tested_class_may_return_objects(sandbox):
+    row = {
+        "task_id": 950,
+        "text": "Write a class Pair holding two numbers, with a method total.",
+        "code": "class Pair:\n    def __init__(self, a, b):\n        self.a, self.b = a, b\n"
+        "    def total(self):\n        return self.a + self.b\n",
+        "test_list": ["assert Pair(1, 2).total() == 3", "assert Pair(2, 2).total() == 4"],
+    }
+    (converted,) = load_code_tasks([row], format="mbpp")
+    assert converted["reward_spec"]["tests"]["returns"] == "any"
+    suite = parse_reward_spec(converted["reward_spec"]).tests
+    assert run_tests(sandbox, row["code"], suite, suite.graded).all_passed
+    seed = load_code_tasks([{**SEED[0], "metadata": {"returns": "any"}}], format="seed")[0]
+    assert seed["reward_spec"]["tests"]["returns"] == "any"  # a seed row may say so itself
 
 
 class _RunsCode:

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from code_helpers import always_equal_solution
 
 from tool_envs.code.judge import JudgeReport, run_tests
 from tool_envs.code.problems import (
@@ -206,6 +207,17 @@ def test_every_broken_variant_fails_its_hidden_tests_in_the_sandbox(pool):
             for broken in problem.broken
             if _judge(pool, problem, broken.source, hidden_only=True).all_passed
         ]
+
+    failures = _failures(pool, check)
+    assert not failures, "\n".join(failures[:20])
+
+
+def test_an_always_equal_object_passes_no_shipped_task_in_the_sandbox(pool):
+    """Issue 30: what a solution returns must be plain data, so no object can fake an answer."""
+
+    def check(problem: CodeProblem) -> list[str]:
+        report = _judge(pool, problem, always_equal_solution(problem.entry_point), True)
+        return [f"{problem.task_id}: {report.passed} passed"] if report.passed else []
 
     failures = _failures(pool, check)
     assert not failures, "\n".join(failures[:20])

@@ -7,6 +7,7 @@ stops them all at the end.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
@@ -28,6 +29,7 @@ from mcp_helpers import (
     stdio,
     write_silent_server,
     write_tiny_server,
+    write_wedged_server,
 )
 
 from tool_envs.errors import EnvConfigError, TaskRowError
@@ -460,6 +462,104 @@ def test_a_wedged_server_is_restarted_on_the_next_call(config):
     assert after != before
     assert not _alive(before)  # the frozen process was killed, not left behind
     env.close()
+
+
+# --------------------------------------------------------------------------- wedged servers (30)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs now (a zombie, waiting to be reaped, has stopped running)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def leftovers():
+    """Pids a test expects gone; any still running at the end are killed (on a failed run)."""
+    pids: list[int] = []
+    yield pids
+    for pid in pids:
+        if _running(pid):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _wedged_servers(tmp_path) -> dict:
+    return {"mcpServers": {"wedged": stdio(str(write_wedged_server(tmp_path)))}}
+
+
+def test_stop_servers_returns_once_a_wedged_server_and_its_children_are_gone(tmp_path, leftovers):
+    env = _env(_wedged_servers(tmp_path), call_timeout_s=1.0)
+    env.reset(options={"task": row({"answer": "x"})})
+    obs, *_ = env.step(call("pids"))
+    leftovers.extend(int(pid) for pid in obs[0]["content"].split())
+    obs, *_ = env.step(call("wedge"))
+    assert "did not answer a ping either" in obs[0]["content"], obs[0]["content"]
+    started = time.monotonic()
+    env.stop_servers()
+    assert time.monotonic() - started < 15
+    assert [pid for pid in leftovers if _running(pid)] == []  # gone when it returned
+    env.close()
+
+
+_CHILD = """
+import sys, threading, time
+from tool_envs.mcp.client import MCPServerConnection, MCPTimeoutError
+from tool_envs.mcp.config import load_servers
+
+connection = MCPServerConnection("wedged", load_servers({servers!r})["wedged"])
+print(connection.call_tool("pids", {{}}, timeout=30).structured_content["result"], flush=True)
+if sys.argv[1] == "exit":  # a call times out, the server answers no ping; then exit at once
+    try:
+        connection.call_tool("wedge", {{}}, timeout=1)
+    except MCPTimeoutError as exc:
+        print(exc, flush=True)
+else:  # a call wedges the server; then wait to be killed
+    threading.Thread(
+        target=connection.call_tool, args=("wedge", {{"marker": {marker!r}}}, 600), daemon=True
+    ).start()
+    time.sleep(600)
+"""
+
+
+def _child(tmp_path, how: str) -> subprocess.Popen[str]:
+    program = _CHILD.format(servers=_wedged_servers(tmp_path), marker=str(tmp_path / "wedged"))
+    return subprocess.Popen(
+        [sys.executable, "-c", program, how], stdout=subprocess.PIPE, text=True, cwd=os.getcwd()
+    )
+
+
+def test_a_process_that_exits_after_a_wedge_leaves_no_server(tmp_path, leftovers):
+    child = _child(tmp_path, "exit")
+    out, _ = child.communicate(timeout=60)
+    leftovers.extend(int(pid) for pid in out.splitlines()[0].split())
+    assert child.returncode == 0 and "did not answer a ping either" in out, out
+    assert [pid for pid in leftovers if _running(pid)] == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a parent-death signal is Linux")
+def test_a_killed_process_takes_its_wedged_server_and_children_along(tmp_path, leftovers):
+    child = _child(tmp_path, "kill")
+    try:
+        leftovers.extend(int(pid) for pid in child.stdout.readline().split())
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "wedged").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (tmp_path / "wedged").exists() and len(leftovers) == 2
+    finally:
+        child.kill()  # SIGKILL: no atexit, no teardown of any kind
+        child.wait(timeout=10)
+        child.stdout.close()
+    assert not any(_alive(pid, wait_s=5.0) for pid in leftovers)
+
+
+def test_a_missing_command_is_named_before_anything_starts():
+    connection = get_connection("nothing", StdioServerSpec(command="no-such-mcp-server-x"))
+    with pytest.raises(MCPConnectionError, match=r"No such file or directory: 'no-such-mcp"):
+        connection.list_tools(connect_timeout_s=10)
 
 
 def test_a_server_that_never_initialises_is_stopped_and_named(tmp_path):

@@ -429,6 +429,15 @@ class TestPython:
         r = self.p.parse("```python\nunknown_tool(x=1)\n```", tool_names=TOOLS)
         assert calls(r) == [("unknown_tool", {"x": 1})]
 
+    def test_code_block_of_example_calls_is_content_when_no_tool_is_named(self):
+        # A usage example after a solution (issue 30): code, not a malformed tool call.
+        for text in ["```python\nprint(add2(1, 2))\n```", "```\nsolve([1, 2], k=3)\n```"]:
+            r = self.p.parse("Example:\n" + text, tool_names=TOOLS)
+            assert r.is_respond and r.content == "Example:\n" + text, text
+            assert self.p.parse(text).error is not None  # without tool names: an attempt
+        r = self.p.parse("```python\nadd(1, 2)\n```", tool_names=TOOLS)  # a tool: an attempt
+        assert r.error is not None and "keyword arguments" in r.error.message
+
     def test_code_block_with_other_code_is_content(self):
         text = "Example:\n```python\nx = add(a=1)\nprint(x)\n```"
         r = self.p.parse(text)

@@ -10,7 +10,8 @@ from tool_envs._lazy import lazy_exports
 
 _LAZY = {
     "CodeExecEnv": "tool_envs.code.env",
-    "extract_code": "tool_envs.code.env",
+    "extract_code": "tool_envs.code.answer",
+    "submission_from_reply": "tool_envs.code.answer",
     "format_report": "tool_envs.code.env",
     "JudgeReport": "tool_envs.code.judge",
     "TestResult": "tool_envs.code.judge",

@@ -7,10 +7,10 @@ the host offers), kept across episodes and closed with the env.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tool_envs.code.answer import extract_code, submission_from_reply
 from tool_envs.code.judge import JudgeReport, Runner, run_tests
 from tool_envs.code.sandbox import IsolationLevel, Sandbox, SandboxPool, SandboxUnavailable
 from tool_envs.code.sandbox.isolation import GUARANTEES
@@ -22,21 +22,18 @@ from tool_envs.core.parsers import ToolCallParser
 from tool_envs.core.tools import Toolset, tool
 from tool_envs.errors import EnvConfigError
 
-_FENCED = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+__all__ = ["CodeExecEnv", "extract_code", "format_report"]
+
 _REPORTED_FAILURES = 5
 
 
-def extract_code(text: str) -> str | None:
-    """The last fenced code block in ``text`` (```python or bare ```), or None."""
-    blocks = _FENCED.findall(text)
-    return blocks[-1] if blocks else None
-
-
-def _unfence(code: str) -> str:
-    """Models often wrap a tool's code argument in a fence; run what is inside it."""
+def _unfence(code: str, entry_point: str | None) -> str:
+    """Models often wrap a tool's code argument in a fence (or several): run what the reply
+    rule picks (:mod:`tool_envs.code.answer`)."""
     stripped = code.strip()
     if stripped.startswith("```"):
-        inner = extract_code(stripped if stripped.endswith("```") else stripped + "\n```")
+        text = stripped if stripped.endswith("```") else stripped + "\n```"
+        inner = submission_from_reply(text, entry_point)
         if inner is not None:
             return inner
     return code
@@ -47,9 +44,12 @@ class CodeExecEnv(ToolEnv):
 
     ``code_exec`` runs the code against the task's visible tests (or just runs it when there are
     none) and answers with a compact report. ``submit`` hands in the solution and ends the
-    episode; a turn without tool calls also ends it, and its last fenced code block (if
-    ``answer_from_reply``) is the submission. The reward runs the hidden tests (the visible ones
-    when a task has none hidden):
+    episode; a turn without tool calls also ends it, and (if ``answer_from_reply``) the code it
+    holds is the submission: the last fenced block that defines the task's entry point, with
+    the definitions it uses from the reply's other blocks, so that a usage example after the
+    solution is not what gets graded; when no block defines it (or the task reads stdin), the
+    last block (:mod:`tool_envs.code.answer`). The reward runs the hidden tests (the visible
+    ones when a task has none hidden):
 
     - all pass: ``success_reward``;
     - some fail: ``success_reward * fraction_passed`` with ``partial_credit``, else 0, minus
@@ -71,7 +71,7 @@ class CodeExecEnv(ToolEnv):
         allow_unisolated: Required to run model-written code with no isolation at all.
         success_reward, failure_penalty, timeout_penalty, no_submission_penalty,
         partial_credit: The reward, as above (penalties are subtracted; give them >= 0).
-        answer_from_reply: Take a final message's last code block as the submission.
+        answer_from_reply: Take a final message's code (as above) as the submission.
     """
 
     def __init__(
@@ -135,7 +135,7 @@ class CodeExecEnv(ToolEnv):
         self._code_exec_runs += 1
         report = run_tests(
             self._runner(),
-            _unfence(code),
+            _unfence(code, spec.tests.entry_point),
             spec.tests,
             spec.tests.visible,
             time_limit_s=spec.time_limit_s,
@@ -150,7 +150,7 @@ class CodeExecEnv(ToolEnv):
         Args:
             code: The complete Python source of the solution.
         """
-        self._submission = _unfence(code)
+        self._submission = _unfence(code, self._require_spec().tests.entry_point)
         self._submitted_via = "submit"
         return "Submitted."
 
@@ -194,7 +194,7 @@ class CodeExecEnv(ToolEnv):
 
     def _on_reply(self, content: str) -> tuple[list[Message], bool]:
         if self.answer_from_reply and self._submission is None:
-            code = extract_code(content)
+            code = submission_from_reply(content, self._require_spec().tests.entry_point)
             if code is not None:
                 self._submission = code
                 self._submitted_via = "reply"

@@ -15,7 +15,20 @@ with the ``json`` module. Every text in the report is clipped in the harness, so
 megabyte (or a huge exception message) cannot push the report past the output limit; a report
 that is cut or malformed anyway fails every test instead of raising.
 
-Out of scope: a solution that walks the interpreter's frames to find the harness's variables.
+What a test compares must be what it says: before each test the harness binds the names the
+test calls (the entry point, and ``Solution``'s entry-point method; every function the solution
+defined when the task names no entry point) to guards that check the returned value is plain
+data: None, bool, int, float, complex, str, bytes, bytearray, range, Fraction, Decimal, and
+lists, tuples, sets, frozensets, deques and dicts (Counter, OrderedDict, defaultdict) of them,
+by exact type, plus the row's ``data_types``. Anything else, such as an object of the solution's
+own class whose ``__eq__`` says True to everything (or an ``int`` subclass that does), fails the
+test even when the test swallows the exception; an iterator (``map(...)``, a generator) is
+handed on as one that checks each item as it is consumed. A row with ``returns: "any"`` has no
+guards. Stdio tests compare printed text, which no object can fake.
+
+Out of scope: a solution that walks the interpreter's frames to find the harness's variables,
+and one that patches a module the tests import (``math``) or redefines a helper of the prompt
+that the tests call.
 """
 
 from __future__ import annotations
@@ -38,11 +51,14 @@ _OUTPUT_CHARS = 2000
 # The harness is a fixed program: everything task-specific arrives on stdin as JSON. Everything
 # it calls after the solution has run is bound as a default argument before, out of its reach.
 _HARNESS = r"""
-import builtins, json, linecache, signal, sys, traceback
+import builtins, collections, decimal, fractions, json, linecache, signal, sys, traceback
 
 _ORIGINAL_BUILTINS = dict(builtins.__dict__)
 
 class _Timeout(BaseException):
+    pass
+
+class _Refused(BaseException):
     pass
 
 def _alarm(signum, frame):
@@ -73,6 +89,103 @@ def _describe(exc, source, limit, _isinstance=isinstance, _type=type, _clip=_cli
         text = "an exception that cannot be described"
     return "error", _clip(text + where, limit)
 
+# Plain data: what a test may compare a solution's value with. Exact types only (a subclass can
+# override __eq__); containers are looked into, the rest are leaves.
+_SEQUENCES = (list, tuple, set, frozenset, collections.deque)
+_MAPPINGS = (dict, collections.Counter, collections.OrderedDict, collections.defaultdict)
+_LEAVES = (type(None), bool, int, float, complex, str, bytes, bytearray, range,
+           fractions.Fraction, decimal.Decimal)
+
+def _data_ids(names, _id=id, _import=__import__, _modules=sys.modules, _getattr=getattr):
+    ids = {_id(kind): "leaf" for kind in _LEAVES}
+    ids.update((_id(kind), "sequence") for kind in _SEQUENCES)
+    ids.update((_id(kind), "mapping") for kind in _MAPPINGS)
+    for name in names:  # the row's own data types: leaves, compared as they are
+        module, _, attribute = name.rpartition(".")
+        _import(module)
+        ids[_id(_getattr(_modules[module], attribute))] = "leaf"
+    return ids
+
+def _foreign(value, ids, _type=type, _id=id, _set=set, _keys=dict.keys, _values=dict.values):
+    # The type of the first value in `value` that is not plain data, or None.
+    stack, seen = [value], _set()
+    while stack:
+        item = stack.pop()
+        kind = ids.get(_id(_type(item)))
+        if kind is None:
+            return _type(item)
+        if kind == "leaf" or _id(item) in seen:
+            continue
+        seen.add(_id(item))
+        if kind == "sequence":
+            stack.extend(item)
+        else:
+            stack.extend(_keys(item))
+            stack.extend(_values(item))
+    return None
+
+def _is_iterator(kind, _hasattr=hasattr):
+    try:
+        return _hasattr(kind, "__next__")
+    except BaseException:
+        return False
+
+def _checked(value, said, ids, refused, _foreign=_foreign, _is_iterator=_is_iterator,
+             _type=type, _name=type.__dict__["__name__"].__get__, _str=str):
+    kind = _foreign(value, ids)
+    if kind is None:
+        return value
+    if kind is _type(value) and _is_iterator(kind):  # map(), a generator: checked as consumed
+        return _lazy(value, said, ids, refused)
+    try:
+        what = _str(_name(kind))[:80]
+    except BaseException:
+        what = "?"
+    holding = "" if kind is _type(value) else "a value holding "
+    message = ("%s %san object of class %s, not plain data (None, bool, int, float, complex, "
+               "str, bytes and lists, tuples, sets and dicts of them): refused"
+               % (said, holding, what))
+    refused.append(message)
+    raise _Refused(message)
+
+def _lazy(iterator, said, ids, refused):
+    for item in iterator:
+        yield _checked(item, "an item of what %s was" % said, ids, refused)
+
+def _guarded(function, name, ids, refused, _checked=_checked):
+    def guarded(*args, **kwargs):
+        return _checked(function(*args, **kwargs), name + " returned", ids, refused)
+    return guarded
+
+class _Instance:
+    # A Solution() whose entry-point method is guarded; every other attribute is the instance's.
+    __slots__ = ("_target", "_entry", "_guard")
+
+    def __init__(self, target, entry, guard):
+        self._target, self._entry, self._guard = target, entry, guard
+
+    def __getattr__(self, attribute, _get=object.__getattribute__, _getattr=getattr):
+        found = _getattr(_get(self, "_target"), attribute)
+        return _get(self, "_guard")(found) if attribute == _get(self, "_entry") else found
+
+def _guard_scope(scope, entry, ids, refused, _guarded=_guarded, _isinstance=isinstance,
+                 _type=type, _function=type(_clip), _list=list, _instance=_Instance):
+    # Bind the names the tests call to guards that refuse what is not plain data.
+    if entry:
+        names = [entry]
+    else:  # no entry point: every function the solution defined
+        names = [key for key, value in _list(scope.items()) if _type(value) is _function
+                 and value.__code__.co_filename == "solution.py"]
+    for name in names:
+        if name in scope:
+            scope[name] = _guarded(scope[name], "%s()" % name, ids, refused)
+    solution = scope.get("Solution")
+    if entry and entry != "Solution" and _isinstance(solution, _type):
+        def guard(method, _name="Solution().%s()" % entry):
+            return _guarded(method, _name, ids, refused)
+        scope["Solution"] = lambda *args, **kwargs: _instance(
+            solution(*args, **kwargs), entry, guard)
+
 def _run(payload, _compile=compile, _exec=exec, _dict=dict, _repr=repr, _list=list,
          _setitimer=signal.setitimer, _real=signal.ITIMER_REAL, _real_stdout=sys.stdout,
          _builtins=_ORIGINAL_BUILTINS, _describe=_describe, _clip=_clip, _enumerate=enumerate,
@@ -86,16 +199,23 @@ def _run(payload, _compile=compile, _exec=exec, _dict=dict, _repr=repr, _list=li
     nonce, limit, keep = payload["nonce"], payload["time_limit_s"], payload["keep"]
     detail = payload["detail_chars"]
     tests, setup = _list(payload["tests"]), payload["setup"]
+    entry, guard = payload["entry_point"], payload["returns"] == "data"
     signal.signal(signal.SIGALRM, _alarm)
     captured = io.StringIO()
     sys.stdout = captured
     namespace = {"__name__": "solution", "__builtins__": builtins}
-    load_error, results = None, []
+    load_error, results, ids = None, [], None
+    try:
+        ids = _data_ids(payload["data_types"])
+    except BaseException as exc:  # a row naming a type this interpreter cannot import
+        load_error = _clip("reward_spec.tests.data_types: " + _describe(exc, "", detail)[1],
+                           detail)
     try:
         _setitimer(_real, limit)
-        if payload["prelude"]:
-            _exec(compiled(payload["prelude"], "prelude.py"), namespace)
-        _exec(compiled(payload["solution"], "solution.py"), namespace)
+        if load_error is None:
+            if payload["prelude"]:
+                _exec(compiled(payload["prelude"], "prelude.py"), namespace)
+            _exec(compiled(payload["solution"], "solution.py"), namespace)
     except BaseException as exc:  # SystemExit too: a solution must not end the run
         load_error = _describe(exc, "solution.py", detail)[1]
     finally:
@@ -107,16 +227,20 @@ def _run(payload, _compile=compile, _exec=exec, _dict=dict, _repr=repr, _list=li
         scope = _dict(namespace)
         scope["__builtins__"] = _dict(_builtins)
         source = "test_%d.py" % (index + 1)
+        refused = []  # what the guards refused, even if the test swallowed the exception
         try:
             _setitimer(_real, limit)
             if setup:
                 _exec(compiled(setup, "setup.py"), scope)
+            if guard:
+                _guard_scope(scope, entry, ids, refused)
             _exec(compiled(test, source), scope)
-            results.append(["passed", ""])
+            result = ["passed", ""]
         except BaseException as exc:
-            results.append(_list(_describe(exc, source, detail)))
+            result = _list(_describe(exc, source, detail))
         finally:
             _setitimer(_real, 0)
+        results.append(["failed", _clip(refused[0], detail)] if refused else result)
     try:
         out = _clip(captured.getvalue(), keep)
     except BaseException:
@@ -219,6 +343,9 @@ def _run_assert(
         "solution": solution,
         "setup": suite.setup,
         "prelude": suite.prelude,
+        "entry_point": suite.entry_point,
+        "returns": suite.returns,
+        "data_types": suite.data_types,
         "tests": tests,
         "time_limit_s": time_limit_s,
         "keep": _OUTPUT_CHARS,

@@ -15,7 +15,12 @@ Formats (``format=`` of :func:`load_code_tasks`; auto-detection looks for the st
 - ``livecodebench`` (code_generation_lite): question_content*, public_test_cases*, question_id,
   question_title, platform, starter_code, private_test_cases, metadata, difficulty.
 - ``seed``: task_id*, prompt*, tests*, starter_code, reference_solution, metadata. ``tests`` is a
-  list of assert strings or of ``{input, output}`` objects.
+  list of assert strings or of ``{input, output}`` objects; ``metadata`` may hold
+  ``entry_point``, ``returns`` and ``data_types`` (see :mod:`tool_envs.code.spec`).
+
+What a solution's function returns to the tests must be plain data (``reward_spec.tests.returns``
+is "data"): every benchmark's call-based answers are. Where an MBPP or seed reference defines
+the tested name as a class, the row says ``returns: "any"``, since its tests build objects.
 
 Visible tests are the public ones (the first test where a benchmark has no public split); hidden
 tests are all of them (public + private + generated), at most ``max_tests``. Call-based problems
@@ -370,6 +375,16 @@ def _called_function(test: str, field: str, solution: str | None) -> str:
     raise _Bad(field, "no function call found in the first test; give an entry_point")
 
 
+def _returns(entry: str, solution: str | None) -> dict[str, str]:
+    """``returns: "any"`` when the reference defines the entry point as a class: its tests build
+    objects of it, which the harness would otherwise refuse as not plain data."""
+    with contextlib.suppress(SyntaxError, ValueError):
+        for node in ast.parse(solution or "").body:
+            if isinstance(node, ast.ClassDef) and node.name == entry:
+                return {"returns": "any"}
+    return {}
+
+
 def _call_test(fn: str, args: Any, expected: Any, method: bool, compare: str, field: str) -> str:
     if not isinstance(args, list):
         raise _Bad(field, f"a call-based input must be a list of arguments, got {args!r:.60}")
@@ -479,8 +494,9 @@ def _mbpp(raw: Mapping[str, Any], opts: ConvertOptions) -> dict[str, Any] | None
     hidden = tests + _str_list(raw, "challenge_test_list", [])
     entry = _called_function(tests[0], "test_list", code)
     suite = _suite(
-        "assert", tests[:1], hidden, opts, entry_point=entry, setup=setup, prelude=imports
-    )
+        "assert", tests[:1], hidden, opts, entry_point=entry, setup=setup, prelude=imports,
+        **_returns(entry, code),
+    )  # fmt: skip
     return _row(opts, "mbpp", _get(raw, "task_id", (str, int)), statement, suite, "", code)
 
 
@@ -639,7 +655,12 @@ def _seed(raw: Mapping[str, Any], opts: ConvertOptions) -> dict[str, Any] | None
         return None
     if all(isinstance(test, str) for test in tests):
         entry = metadata.get("entry_point") or _called_function(tests[0], "tests", reference)
-        suite = _suite("assert", tests[:1], tests, opts, entry_point=entry)
+        # A row may say what its function returns (see reward_spec.tests.returns).
+        returns = {k: metadata[k] for k in ("returns", "data_types") if k in metadata}
+        suite = _suite(
+            "assert", tests[:1], tests, opts, entry_point=entry,
+            **(returns or _returns(entry, reference)),
+        )  # fmt: skip
     elif all(isinstance(test, Mapping) and set(test) <= {"input", "output"} for test in tests):
         cases = _stdio([(t.get("input") or "", t.get("output")) for t in tests], "tests")
         suite = _suite("stdio", cases[:1], cases, opts)

@@ -9,6 +9,8 @@ everything about the problem's origin in ``extra_info``::
             "entry_point": "add" | None,    # the function assert tests call (assert kind)
             "setup": "",                    # code run before every assert test (helpers, imports)
             "prelude": "",                  # code run before the solution, in its namespace
+            "returns": "data" | "any",      # what the entry point may return (assert kind)
+            "data_types": [],               # more types counted as plain data ("datetime.date")
             "visible": [...],               # what code_exec runs; the agent may see these
             "hidden": [...],                # what the reward runs (all tests when empty)
         },
@@ -17,9 +19,16 @@ everything about the problem's origin in ``extra_info``::
     }
 
 An assert test is Python source run after the solution in the solution's namespace (it passes
-when it raises nothing); a stdio test is ``{"input": str, "output": str}``: the solution runs as
-a script with that stdin and passes when it exits 0 and its output matches, line by line, with
-trailing whitespace ignored.
+when it raises nothing). What the entry point returns to a test must be plain data (``returns:
+"data"``, the default): None, bool, int, float, complex, str, bytes, and lists, tuples, sets and
+dicts of them (exact types, so that no ``__eq__`` of the solution's own takes part in a
+comparison), plus a few standard-library value types and the row's ``data_types``; anything else
+(an object whose ``__eq__`` says True to everything) fails the test. A task whose function
+legitimately returns objects says ``returns: "any"``.
+
+A stdio test is ``{"input": str, "output": str}``: the solution runs as a script with that stdin
+and passes when it exits 0 and its output matches, line by line, with trailing whitespace
+ignored (printed text, which no object can fake).
 """
 
 from __future__ import annotations
@@ -70,6 +79,21 @@ class TestSuite(BaseModel):
             "(HumanEval's prompts define helpers the tests and the function call)."
         ),
     )
+    returns: Literal["data", "any"] = Field(
+        default="data",
+        description=(
+            "What the entry point may return to an assert test: 'data' (plain data only; the "
+            "harness refuses objects of any other class, such as one whose __eq__ is always "
+            "True) or 'any' (the task's function legitimately returns objects)."
+        ),
+    )
+    data_types: list[StrictStr] = Field(
+        default_factory=list,
+        description=(
+            "Further types counted as plain data, by import path ('datetime.date'); their "
+            "values are compared as they are."
+        ),
+    )
     visible: list[StrictStr] | list[StdioCase] = Field(
         default_factory=list, description="Tests code_exec runs; shown to the agent."
     )
@@ -93,6 +117,16 @@ class TestSuite(BaseModel):
             raise ValueError("a task needs at least one test (visible or hidden)")
         if self.kind == "stdio" and (self.setup or self.prelude):
             raise ValueError("setup and prelude only apply to assert tests")
+        if self.kind == "stdio" and (self.returns != "data" or self.data_types):
+            raise ValueError(
+                "returns and data_types only apply to assert tests (stdio tests compare text)"
+            )
+        for name in self.data_types:
+            module, _, attribute = name.rpartition(".")
+            if not attribute.isidentifier() or not all(
+                part.isidentifier() for part in module.split(".")
+            ):
+                raise ValueError(f"data_types: {name!r} is not an import path like 'datetime.date'")
         return self
 
     @property
@@ -163,9 +197,17 @@ def code_task_row(
             },
         ],
         "env_id": ENV_ID,
-        # An empty prelude is left out, so rows written before it existed stay byte-identical.
-        "reward_spec": spec.model_dump(
-            mode="json", exclude={"tests": {"prelude"}} if not spec.tests.prelude else None
-        ),
+        # Fields at their defaults that older rows lack are left out, so those stay identical.
+        "reward_spec": spec.model_dump(mode="json", exclude={"tests": _defaults_left_out(spec)}),
         "extra_info": info,
     }
+
+
+def _defaults_left_out(spec: CodeRewardSpec) -> set[str]:
+    tests = spec.tests
+    left_out = {"prelude"} if not tests.prelude else set()
+    if tests.returns == "data":
+        left_out.add("returns")
+    if not tests.data_types:
+        left_out.add("data_types")
+    return left_out

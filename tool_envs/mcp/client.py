@@ -16,7 +16,12 @@ The official SDK is async. Gymnasium envs are sync, and several may run at once 
 Nothing outlives its owner: a server that does not finish starting (or never answers
 ``initialize``) is stopped, and its process reaped, before the connect error is raised; a server
 that lets a call time out and then does not answer a ping either is taken as wedged, stopped,
-and started afresh by the next call.
+and started afresh by the next call. Stopping means stopped: :meth:`MCPServerConnection.close`
+(and so ``MCPEnv.stop_servers()`` and :func:`close_all`, which runs at exit) returns once the
+server's whole process group is gone, wedged servers being stopped in the background included:
+after the SDK's own shutdown (stdin closed, a grace period, SIGTERM, SIGKILL) the group is
+terminated, waited for and killed if anything of it is left. On Linux a stdio server also dies,
+with its children, when the process that started it is killed (:mod:`tool_envs.mcp.process`).
 
 Failures (all :class:`MCPCallError`, a ValueError, so the env's toolset shows the message to the
 model as ``Error: ...``):
@@ -38,6 +43,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -52,6 +58,7 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from tool_envs.errors import ToolEnvsError
 from tool_envs.mcp.config import HttpServerSpec, ServerSpec, spec_key
+from tool_envs.mcp.process import Launch, ProcessGroup, supervised
 
 _CONNECTION_LOST = (
     anyio.ClosedResourceError,
@@ -128,6 +135,7 @@ class _Live:
     task: concurrent.futures.Future[Any]
     finished: threading.Event
     errlog: IO[str] | None = None
+    group: ProcessGroup | None = None  # a stdio server's process group (Linux)
     dead: bool = False
     started_at: float = field(default_factory=time.monotonic)
 
@@ -148,6 +156,9 @@ class MCPServerConnection:
         self.starts = 0
         self._lock = threading.Lock()
         self._live: _Live | None = None
+        # Sessions marked dead whose servers may still be stopping: close() waits for them too.
+        self._stopping: list[_Live] = []
+        self._stopping_lock = threading.Lock()
         self._tools: list[mcp_types.Tool] | None = None
         _every_connection.add(self)
 
@@ -201,14 +212,16 @@ class MCPServerConnection:
         return self._run(live, coro, timeout, tool)
 
     def restart(self) -> None:
-        """Stop the running server (if any); the next call starts a fresh one."""
-        with self._lock:
-            live, self._live = self._live, None
-        if live is not None:
-            self._stop(live)
+        """Stop the running server (if any) and wait until it is gone, together with any server
+        still stopping after a crash or a wedge; the next call starts a fresh one."""
+        lives = self._take_lives()
+        for live in lives:
+            self._request_stop(live)
+        for live in lives:
+            self._await_stop(live)
 
     def close(self) -> None:
-        """Stop the server and release its process or HTTP session."""
+        """Stop the server and release its process or HTTP session (see :meth:`restart`)."""
         self.restart()
 
     @property
@@ -266,11 +279,35 @@ class MCPServerConnection:
         )
 
     def _mark_dead(self, live: _Live) -> None:
+        """Stop a session in the background; :meth:`close` waits for what is left of it.
+
+        The server crashed or is wedged (it answers no ping, so it would not read its stdin
+        closing either): its group is sent SIGTERM at once rather than after the SDK's grace
+        period, and the SDK's shutdown then escalates to SIGKILL if it has to.
+        """
         with self._lock:
             live.dead = True
             if self._live is live:
                 self._live = None
-        self._stop(live, wait=False)
+        with self._stopping_lock:
+            self._stopping.append(live)
+        if live.group is not None:
+            live.group.signal(signal.SIGTERM)
+        self._request_stop(live)
+        live.task.add_done_callback(lambda _: self._stopped_in_background(live))
+
+    def _stopped_in_background(self, live: _Live) -> None:
+        _close_quietly(live.errlog)
+        if live.group is None or not live.group.members():
+            with self._stopping_lock, contextlib.suppress(ValueError):
+                self._stopping.remove(live)
+
+    def _take_lives(self) -> list[_Live]:
+        with self._lock:
+            live, self._live = self._live, None
+        with self._stopping_lock:
+            stopping, self._stopping = self._stopping, []
+        return [each for each in (live, *stopping) if each is not None]
 
     def _ensure(self, connect_timeout_s: float) -> _Live:
         live = self._live
@@ -293,15 +330,20 @@ class MCPServerConnection:
             concurrent.futures.Future()
         )
         finished = threading.Event()
-        errlog = None
+        errlog, launch = None, None
         if not isinstance(self.spec, HttpServerSpec):
+            try:
+                launch = supervised(self.spec.command, list(self.spec.args), self.spec.env)
+            except OSError as exc:
+                raise MCPConnectionError(self._cannot_start(exc, None)) from None
             errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-        task = _submit(self._serve(ready, errlog, finished))
+        task = _submit(self._serve(ready, errlog, finished, launch))
         try:
             session, stop = ready.result(connect_timeout_s)
         except concurrent.futures.TimeoutError:
             task.cancel()
             finished.wait(_STOP_TIMEOUT_S)
+            _stop_launched(launch)
             message = (
                 f"server '{self.name}' did not finish starting within {connect_timeout_s:g} s "
                 f"(it was stopped){_with_output(errlog)}"
@@ -310,23 +352,31 @@ class MCPServerConnection:
             raise MCPConnectionError(message) from None
         except BaseException as exc:
             finished.wait(_STOP_TIMEOUT_S)
-            message = (
-                f"cannot start MCP server '{self.name}' ({_describe_spec(self.spec)}): "
-                f"{_leaf_message(exc)}{_with_output(errlog)}"
-            )
+            _stop_launched(launch)
+            message = self._cannot_start(exc, errlog)
             _close_quietly(errlog)
             raise MCPConnectionError(message) from None
-        return _Live(self.starts, session, stop, task, finished, errlog)
+        group = launch.group() if launch is not None else None
+        if launch is not None:
+            launch.discard()
+        return _Live(self.starts, session, stop, task, finished, errlog, group)
+
+    def _cannot_start(self, exc: BaseException, errlog: IO[str] | None) -> str:
+        return (
+            f"cannot start MCP server '{self.name}' ({_describe_spec(self.spec)}): "
+            f"{_leaf_message(exc)}{_with_output(errlog)}"
+        )
 
     async def _serve(
         self,
         ready: concurrent.futures.Future[tuple[ClientSession, asyncio.Event]],
         errlog: IO[str] | None,
         finished: threading.Event,
+        launch: Launch | None,
     ) -> None:
         """The session's own task: enter the transport and session, wait, exit them."""
         try:
-            await self._session_until_stopped(ready, errlog)
+            await self._session_until_stopped(ready, errlog, launch)
         finally:
             finished.set()
 
@@ -334,6 +384,7 @@ class MCPServerConnection:
         self,
         ready: concurrent.futures.Future[tuple[ClientSession, asyncio.Event]],
         errlog: IO[str] | None,
+        launch: Launch | None,
     ) -> None:
         stop = asyncio.Event()
         try:
@@ -353,8 +404,8 @@ class MCPServerConnection:
                     )
                 else:
                     parameters = StdioServerParameters(
-                        command=self.spec.command,
-                        args=list(self.spec.args),
+                        command=launch.command if launch else self.spec.command,
+                        args=launch.args if launch else list(self.spec.args),
                         env=self.spec.env,
                         cwd=self.spec.cwd,
                     )
@@ -371,11 +422,17 @@ class MCPServerConnection:
                 raise
             # After start-up, errors while exiting a dead session's transport are expected.
 
-    def _stop(self, live: _Live, *, wait: bool = True) -> None:
-        loop = _loop()
+    @staticmethod
+    def _request_stop(live: _Live) -> None:
+        """Ask the session's task to exit its session and transport (the SDK's shutdown)."""
         with contextlib.suppress(RuntimeError):  # loop already closed at interpreter exit
-            loop.call_soon_threadsafe(live.stop.set)
-        if wait and threading.current_thread() is not _loop_state["thread"]:
+            _loop().call_soon_threadsafe(live.stop.set)
+
+    @staticmethod
+    def _await_stop(live: _Live) -> None:
+        """Wait for the task to finish, then make sure nothing of the server's group is left:
+        terminate, wait, kill (a server the SDK could not stop, or one stopping too slowly)."""
+        if threading.current_thread() is not _loop_state["thread"]:
             try:
                 live.task.result(timeout=_STOP_TIMEOUT_S)
             except concurrent.futures.TimeoutError:
@@ -383,10 +440,9 @@ class MCPServerConnection:
                 live.finished.wait(_STOP_TIMEOUT_S)
             except BaseException:
                 pass
-        if wait:
-            _close_quietly(live.errlog)
-        else:
-            live.task.add_done_callback(lambda _: _close_quietly(live.errlog))
+            if live.group is not None:
+                live.group.stop()
+        _close_quietly(live.errlog)
 
 
 # --------------------------------------------------------------------------- results
@@ -450,13 +506,17 @@ def shared_state_dir() -> str:
 
 
 def close_all() -> None:
-    """Stop every server this process started, shared or not (runs at interpreter exit)."""
+    """Stop every server this process started, shared or not, and wait until all are gone
+    (runs at interpreter exit). All are asked to stop first, so their grace periods overlap."""
     with _registry_lock:
         connections = {id(c): c for c in [*_registry.values(), *list(_every_connection)]}
         _registry.clear()
-    for connection in connections.values():
+    lives = [live for connection in connections.values() for live in connection._take_lives()]
+    for live in lives:
+        MCPServerConnection._request_stop(live)
+    for live in lives:
         with contextlib.suppress(Exception):
-            connection.close()
+            MCPServerConnection._await_stop(live)
     folder = _shared_dir.pop("path", None)
     if folder is not None:
         shutil.rmtree(folder, ignore_errors=True)
@@ -506,6 +566,15 @@ def _tail(errlog: IO[str] | None, chars: int = 400) -> str:
 def _with_output(errlog: IO[str] | None) -> str:
     tail = _tail(errlog)
     return f"; its output: {tail}" if tail else ""
+
+
+def _stop_launched(launch: Launch | None) -> None:
+    """After a failed start: stop what the supervisor started, if anything is left of it."""
+    if launch is not None:
+        group = launch.group()
+        if group is not None:
+            group.stop()
+        launch.discard()
 
 
 def _close_quietly(errlog: IO[str] | None) -> None:

@@ -208,7 +208,8 @@ class MCPEnv(ToolEnv):
         return found
 
     def stop_servers(self) -> None:
-        """Stop the servers this env used (shared: other envs' next calls restart them)."""
+        """Stop the servers this env used (shared: other envs' next calls restart them); returns
+        once their processes, and the processes they started, are gone (wedged ones included)."""
         for connection in self._connections.values():
             connection.close()
         self._episode.stop()

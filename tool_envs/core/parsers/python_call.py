@@ -3,7 +3,9 @@
 Parsed with :mod:`ast` and :func:`ast.literal_eval` only; model text is never evaluated. Python
 syntax overlaps with prose ("see f(x)"), so bare text counts only when the whole message is call
 expressions, and with ``tool_names`` a bare call must name a known tool. A ```python / ```py /
-``` block that holds nothing but calls is always read as calls.
+``` block that holds nothing but calls is read as calls, unless ``tool_names`` is given, none of
+its calls names a tool and one of them is not in the tool-call shape (keyword literal arguments):
+that is a usage example (``print(add(1, 2))``), not an attempt at a call.
 """
 
 from __future__ import annotations
@@ -155,6 +157,8 @@ class PythonCallParser(BaseParser):
                 return None
             message = f"Invalid Python call syntax ({exc}). Write {PYTHON_SHAPE}."
             return [], [ParseError(self.name, message, snippet(source))]
+        if in_block and tool_names is not None and self._example_code(nodes, segment, tool_names):
+            return None
         if not in_block:
             # "Paris (France)" parses as a call; a real call has no space before "(".
             if not all(_TIGHT_CALL.match(segment(node)) for node in nodes):
@@ -172,6 +176,15 @@ class PythonCallParser(BaseParser):
             else:
                 errors.append(result)
         return calls, errors
+
+    def _example_code(
+        self, nodes: list[ast.Call], segment: _Segments, tool_names: frozenset[str]
+    ) -> bool:
+        """Calls of no known tool in a shape no tool call has (``print(add(1, 2))``, a usage
+        example after a solution) are code; ``unknown_tool(x=1)`` stays a (misnamed) call."""
+        if any(_func_name(node.func) in tool_names for node in nodes):
+            return False
+        return any(isinstance(self._convert(node, segment), ParseError) for node in nodes)
 
     def _convert(self, node: ast.Call, segment: _Segments) -> ToolCall | ParseError:
         name = _func_name(node.func) or ""
