@@ -357,8 +357,10 @@ def _children() -> list[tuple[int, str]]:
     return sorted(found)
 
 
-def _sandbox_folders() -> set[str]:
-    return set(glob.glob(os.path.join(tempfile.gettempdir(), "tool-envs-sandbox-*")))
+def _sandbox_folders(pid: int | None = None) -> set[str]:
+    """Sandbox folders of process ``pid`` (default: this one); other processes' come and go."""
+    pattern = f"tool-envs-sandbox-{pid or os.getpid()}-*"
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), pattern)))
 
 
 def _levels() -> list[str]:
@@ -415,17 +417,18 @@ def test_a_process_that_exits_without_closing_leaves_nothing():
         f"    env.step({call('code_exec', GOOD)!r})\n"
         "    box = env.unwrapped._owned\n"
         "    out.append([box.uid, box._host_root, box._proc.pid])\n"
-        "print(json.dumps(out))\n"  # and exit, closing nothing
+        "import os\n"
+        "print(json.dumps({'pid': os.getpid(), 'boxes': out}))\n"  # and exit, closing nothing
     )
-    folders = _sandbox_folders()
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
     )
-    for uid, host_root, pid in json.loads(done.stdout.strip().splitlines()[-1]):
+    printed = json.loads(done.stdout.strip().splitlines()[-1])
+    for uid, host_root, pid in printed["boxes"]:
         assert not os.path.exists(f"/proc/{pid}"), f"worker {pid} outlived its process"
         assert host_root is None or not os.path.exists(host_root)
         assert _processes_of(uid) == []
-    assert _sandbox_folders() == folders
+    assert _sandbox_folders(printed["pid"]) == set()
 
 
 def _processes_of(uid: int) -> list[int]:

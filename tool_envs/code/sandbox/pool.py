@@ -203,7 +203,8 @@ class Sandbox:
 
     def _host_folder(self) -> str:
         if self._resources.host_root is None:
-            self._resources.host_root = tempfile.mkdtemp(prefix="tool-envs-sandbox-")
+            # The pid in the name tells whose folder it is (a leak is traced to its process).
+            self._resources.host_root = tempfile.mkdtemp(prefix=f"tool-envs-sandbox-{os.getpid()}-")
             os.chmod(self._resources.host_root, 0o711)
         return self._resources.host_root
 
