@@ -477,3 +477,22 @@ def test_every_level_the_probe_rules_out_names_its_cause() -> None:
     for name, ok in report.available.items():
         if not ok:
             assert report.causes.get(name), f"{name}: no deciding cause in {report.reasons}"
+
+
+def test_the_run_ends_with_the_level_the_sandbox_tests_ran_at() -> None:
+    """One line at the end of the run (tests/conftest.py) instead of two dozen skip reasons."""
+    from conftest import sandbox_summary
+
+    report = detect_isolation()
+    reasons = [
+        "Skipped: bwrap not available: bubblewrap is not installed",
+        "Skipped: no unprivileged uid to switch to: rlimits not available: not root",
+        "Skipped: the search extra (bm25s) is not installed",
+    ]
+    line = sandbox_summary(reasons)
+    assert line.startswith(f"sandbox tests ran at isolation level {report.level.name.lower()}")
+    if report.level == IsolationLevel.BWRAP:
+        assert line.endswith("(the strongest)")
+    else:
+        assert "2 skipped that need a stronger level" in line
+        assert str(report.why_not(IsolationLevel.BWRAP)).split(" (other notes")[0] in line
