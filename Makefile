@@ -33,12 +33,17 @@ $(VENV)/.installed: $(VENV)/.installed-train
 	$(BIN)/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
 	touch $@
 
+# SFT_ARGS and GRPO_ARGS add options to the two recipes (they override the configs): CI runs a
+# short demo this way (.ci/run), which writes the same files to outputs/ in a minute or two.
+SFT_ARGS ?=
+GRPO_ARGS ?=
+
 demo: $(VENV)/.installed-train
 	$(BIN)/tool-envs calculator-tasks --out outputs/calculator-tasks --difficulty 1
 	$(BIN)/tool-envs tiny-model --env tool_envs/Calculator-v0 --out outputs/tiny-calculator
-	$(BIN)/python recipes/train_sft.py --config recipes/configs/calculator_cpu_sft.yaml
+	$(BIN)/python recipes/train_sft.py --config recipes/configs/calculator_cpu_sft.yaml $(SFT_ARGS)
 	TRL_EXPERIMENTAL_SILENCE=1 $(BIN)/accelerate launch --config_file recipes/accelerate/cpu.yaml \
-		recipes/train_grpo.py --config recipes/configs/calculator_cpu_grpo.yaml
+		recipes/train_grpo.py --config recipes/configs/calculator_cpu_grpo.yaml $(GRPO_ARGS)
 
 test: $(VENV)/.installed
 	$(BIN)/ruff check .

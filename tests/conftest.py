@@ -53,3 +53,55 @@ def vllm_server(vllm_tiny_model):
         vllm_tiny_model, served_model_name="tiny", max_model_len=MAX_MODEL_LEN
     ) as server:
         yield server
+
+
+# --------------------------------------------------------------------------- sandbox level
+# The sandbox tests run at every isolation level this machine offers and skip the others, each
+# with its reason; the end of the run says once which level they ran at and how to get the
+# strongest, so a newcomer does not have to read two dozen skip reasons to learn it.
+
+_LEVEL_MISSING = (" not available: ", "no unprivileged uid to switch to: ")
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    return longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+
+
+def sandbox_summary(skipped_reasons: list[str]) -> str:
+    """One line: the level the sandbox tests ran at, how many skipped for want of a stronger
+    one, and what installs the strongest (the probe's own cause, with its command)."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return f"sandbox tests: skipped, the sandbox needs Linux (this is {sys.platform})"
+    from tool_envs.code.sandbox import IsolationLevel, detect_isolation
+
+    report = detect_isolation()
+    level = report.level.name.lower()
+    skipped = sum(any(mark in reason for mark in _LEVEL_MISSING) for reason in skipped_reasons)
+    line = f"sandbox tests ran at isolation level {level}"
+    if report.level == IsolationLevel.BWRAP:
+        return line + " (the strongest)"
+    weak = " (weak)" if report.level <= IsolationLevel.RLIMITS else ""
+    cause = (report.why_not(IsolationLevel.BWRAP) or "").split(" (other notes: ")[0]
+    return (
+        f"{line}{weak}; {skipped} skipped that need a stronger level. {cause}; "
+        "`tool-envs doctor` says more"
+    )
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """After the short summary (its skip reasons), just above the final counts."""
+    result = yield
+    ran_sandbox_tests = any(
+        "test_sandbox.py" in report.nodeid
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if hasattr(report, "nodeid")
+    )
+    if ran_sandbox_tests:
+        reasons = [_skip_reason(r) for r in terminalreporter.stats.get("skipped", [])]
+        terminalreporter.write_line(sandbox_summary(reasons))
+    return result

@@ -350,27 +350,41 @@ class TestServerBackendOverTheRealServer:
             VLLMServerBackend(proxy.url).close()
 
     def test_a_finished_completion_is_handed_over_before_its_request_ends(
-        self, vllm_server, early_and_late
+        self, proxy: FaultProxy, early_and_late
     ) -> None:
         """Prompts sent together share one streamed request, but each episode gets its turn
-        the moment its own completion finishes: the short one does not wait for the long one."""
+        the moment its own completion finishes: the short one does not wait for the long one.
+
+        Proved by the stream, not by a race on wall time: the proxy sends the stream up to the
+        event that finishes the short completion and holds the rest (the long one's finish
+        included) until the test releases it. A backend that waited for the request's end
+        would hand over both only after the hold (``hold_seconds``) ran out, and at once.
+        """
         early, late, settings = early_and_late
+        sent_before = len(proxy.requests)
+        proxy.faults.append("hold")
 
         async def together():
-            with VLLMServerBackend(vllm_server.url, timeout=120) as backend:
+            with VLLMServerBackend(proxy.url, timeout=120) as backend:
                 try:
                     short = asyncio.ensure_future(backend.agenerate(early, LATE, settings))
                     long = asyncio.ensure_future(backend.agenerate(late, LATE, settings))
-                    first = await short
-                    long_was_running = not long.done()
-                    return first, await long, long_was_running
+                    try:
+                        done, _ = await asyncio.wait(
+                            {short, long}, return_when=asyncio.FIRST_COMPLETED
+                        )
+                        held = proxy.holding.is_set()  # the stream is still open
+                    finally:
+                        proxy.release.set()
+                    return done == {short}, held, await short, await long
                 finally:
                     await backend.aclose()
 
-        first, second, long_was_running = asyncio.run(together())
+        short_alone, held, first, second = asyncio.run(together())
         assert (len(first.token_ids), first.finish_reason) == (1, "stop")
         assert (len(second.token_ids), second.finish_reason) == (LATE, "length")
-        assert long_was_running
+        assert short_alone and held, "the short completion waited for the long one's stream"
+        assert [body["prompt"] for body in proxy.requests[sent_before:]] == [[early, late]]
 
     @pytest.mark.parametrize(
         ("fault", "error"),

@@ -356,10 +356,10 @@ def test_the_task_writer_keeps_finished_samples_when_one_request_times_out(monke
 
     with writer_server(["ok", "hang", "ok"], monkeypatch) as server:
         result = generate_llm_tasks(
-            TIME_TOOLS, n_samples=3, model="w", timeout=0.3, max_retries=0, max_tokens=300
+            TIME_TOOLS, n_samples=3, model="w", timeout=3.0, max_retries=0, max_tokens=300
         )
     assert len(result.rows) == 2 and result.stopped is None
-    assert [(n, "did not answer within 0.3 s" in why) for n, why in result.failed] == [(1, True)]
+    assert [(n, "did not answer within 3.0 s" in why) for n, why in result.failed] == [(1, True)]
     assert {r["max_completion_tokens"] for r in server.requests} == {300}
 
 

@@ -149,15 +149,22 @@ def test_preview_tasks_prints_prompts_and_exits(tiny_model, calculator_tasks, tm
     assert not (tmp_path / "metrics.jsonl").exists() and not list(tmp_path.iterdir())
 
 
-def test_a_missing_local_model_folder_names_the_command_that_makes_it(tmp_path):
+def test_a_missing_local_model_folder_names_the_command_that_makes_it(tmp_path, monkeypatch):
     from tool_envs.errors import EnvConfigError
     from tool_envs.integrations.trl.recipes import check_model_path, looks_like_local_path
 
     for hub_id in ["Qwen/Qwen2.5-1.5B-Instruct", "gpt2", "HuggingFaceTB/SmolLM2-135M"]:
         assert not looks_like_local_path(hub_id)
         check_model_path(hub_id)  # a Hub id is left to from_pretrained
+    monkeypatch.chdir(REPO)  # "tests/nope" is a path because tests/ is a folder here
     for path in ["outputs/calculator-sft", "./model", "/no/such/model", "a/b/c", "tests/nope"]:
         assert looks_like_local_path(path), path
+
+    # Relative paths resolve against the working folder: run in an empty one of the test's own,
+    # so the demo's outputs/ in the user's checkout (after `make demo`) cannot make them exist.
+    fresh = tmp_path / "fresh-checkout"
+    fresh.mkdir()
+    monkeypatch.chdir(fresh)
     check_model_path(str(tmp_path))  # an existing folder passes
     with pytest.raises(EnvConfigError, match=r"'/no/such/model' is a local folder") as error:
         check_model_path("/no/such/model")
@@ -175,7 +182,7 @@ def test_a_missing_local_model_folder_names_the_command_that_makes_it(tmp_path):
         str(tmp_path / "out"),
         "--dry_run",
     ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=REPO)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=fresh)
     assert result.returncode != 0 and "huggingface.co" not in result.stderr
     assert "'outputs/no-such-sft' is a local folder" in result.stderr
     with pytest.raises(EnvConfigError) as error:

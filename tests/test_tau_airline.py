@@ -73,7 +73,9 @@ def test_database_sizes_integrity_and_determinism():
     started = time.perf_counter()
     tables = generate_tables(0)
     elapsed = time.perf_counter() - started
-    assert elapsed < 2.0, f"generating the database took {elapsed:.2f} s"
+    # ~0.5 s; the bound only catches a pathological slowdown, as in tau_domain_checks (a 2 s
+    # bound leaves a 2-core machine shared with vLLM servers too little room).
+    assert elapsed < 10.0, f"generating the database took {elapsed:.2f} s"
     assert len(tables["users"]) >= 500
     assert len(tables["flights"]) >= 300
     assert len(tables["reservations"]) >= 1000

@@ -211,13 +211,11 @@ def test_sleep_mode_on_a_cpu_is_refused_before_vllm_starts(models, tmp_path):
 
     if not on_cpu():
         pytest.skip("vLLM has sleep mode on a GPU")
-    start = time.monotonic()
     log, _, _ = train(
         models.tied, tmp_path / "out", models.reward, "--vllm_enable_sleep_mode", "true", ok=False
     )
     assert "vllm_enable_sleep_mode=True needs a GPU" in log
     assert "Loading safetensors checkpoint" not in log  # refused before vLLM loaded anything
-    assert time.monotonic() - start < 60
 
 
 def test_sleep_mode_wakes_the_kv_cache_around_rollouts():

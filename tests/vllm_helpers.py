@@ -156,8 +156,11 @@ class FaultProxy:
     server does to a kept-alive connection it has just timed out). On a streamed answer, after
     the event that finishes its first choice: ``"cut_stream"`` (the connection drops mid-body),
     ``"error_event"`` (an error event, then ``[DONE]``, as vLLM streams an engine failure),
-    ``"end_stream"`` (the body ends there, as if complete). Answers are forwarded whole, so a
-    stream passes through the proxy at once.
+    ``"end_stream"`` (the body ends there, as if complete), ``"hold"`` (the rest of the body
+    is held back until ``release`` is set, or ``hold_seconds`` pass: the client sees the first
+    finished choice while the stream is still open, whatever the machine's load; ``holding`` is
+    set while it waits). Otherwise answers are forwarded whole, so a stream passes through the
+    proxy at once.
     ``logprobs_mode`` rewrites the mode ``GET /server_info`` reports, or answers 404
     when it is ``"absent"`` (a server not in dev mode). ``requests`` records each POST body and
     ``response_bytes`` each answer's size.
@@ -175,6 +178,9 @@ class FaultProxy:
         self.faults: deque[str] = deque()
         self.logprobs_mode: str | None = None
         self.hang_seconds = 10.0
+        self.hold_seconds = 60.0
+        self.holding = threading.Event()
+        self.release = threading.Event()
         self.requests: list[dict[str, Any]] = []
         self.response_bytes: list[int] = []
         self._lock = threading.Lock()
@@ -240,6 +246,24 @@ class FaultProxy:
                     choice.pop("token_ids", None)
                     (choice.get("logprobs") or {}).pop("tokens", None)
                 body = json.dumps(answer).encode()
+            if fault == "hold":  # the first finished choice now, the rest when released
+                kept = _broken_stream(body, "end_stream")
+                assert body.startswith(kept)
+                handler.send_response(status)
+                handler.send_header("Content-Type", content_type)
+                handler.send_header("Content-Length", str(len(body)))
+                handler.end_headers()
+                self.holding.set()  # before the write: the client may act on it at once
+                handler.wfile.write(kept)
+                handler.wfile.flush()
+                try:
+                    self.release.wait(self.hold_seconds)
+                finally:
+                    self.holding.clear()
+                handler.wfile.write(body[len(kept) :])
+                with self._lock:
+                    self.response_bytes.append(len(body))
+                return
             if fault in ("cut_stream", "error_event", "end_stream"):
                 body, full = _broken_stream(body, fault), len(body)
                 if fault == "cut_stream":  # promise the whole body, send part, hang up
@@ -267,6 +291,7 @@ class FaultProxy:
         with self._lock:
             self.faults.clear()
             self.logprobs_mode = None
+            self.release.clear()
             self.requests.clear()
             self.response_bytes.clear()
 
