@@ -163,6 +163,8 @@ class TcpProxy:
                 break
             if not data:
                 break
+            while self.frozen.is_set() and not self._stop.is_set():
+                time.sleep(0.05)  # held, never delivered while frozen
             with contextlib.suppress(OSError):
                 target.sendall(data)
         with contextlib.suppress(OSError):

@@ -127,11 +127,12 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         while True:
             if self._ws is None and not self._open_session(tried, failures):
                 raise self.pool.unavailable(failures)
+            url = self.url
             try:
                 answer = self._request({"type": "reset", "data": data})
                 break
             except (_ServerGone, _ServerFull) as exc:
-                failures[self.url or "?"] = str(exc)
+                failures[url or "?"] = str(exc)
                 self._drop_session()
         observation = answer["observation"]
         self._messages = copy.deepcopy(observation["messages"])
@@ -225,7 +226,10 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         from websockets.exceptions import WebSocketException
 
         try:
-            self._ws.send(protocol.dumps(message))
+            # A refused session (full server) gets an error frame, then the server closes: if
+            # the close beat this send, the frame is still there to read.
+            with contextlib.suppress(WebSocketException):
+                self._ws.send(protocol.dumps(message))
             raw = self._ws.recv(timeout=self.timeout)
         except TimeoutError as exc:
             self._drop_session()
