@@ -178,3 +178,35 @@ def test_env_kwargs_of_a_served_env_are_refused_with_the_fix():
         )
     with pytest.raises(ValueError, match="non-empty list"):
         RolloutConfig(env_servers={CALCULATOR: []})
+
+
+def test_a_grpo_step_plays_its_episodes_on_env_servers(tmp_path, monkeypatch, calculator_server):
+    """The recipes' rollout_func with env_servers: a real GRPOTrainer step, every episode on the
+    server, rewards and env masks as in-process."""
+    pytest.importorskip("trl", reason="the TRL integration needs the 'train' extra (trl)")
+    from rollout_helpers import GoldPolicyBackend
+    from test_trl_integration import make_trainer, recording
+
+    from tool_envs.calculator import default_splits
+    from tool_envs.integrations.trl import make_rollout_func
+    from tool_envs.integrations.trl.recipes import check_setup
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    folder = tmp_path / "tiny"
+    tokenizer, model = tiny_tokenizer_and_model()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    rows = default_splits()["train"][8:16]
+    servers = {CALCULATOR: [calculator_server.url]}
+    [line] = check_setup(tokenizer, rows, {}, {}, servers)
+    assert line.endswith(f"chat template OK (served: {servers[CALCULATOR]})")
+    opened = calculator_server.manager.opened
+    gold = GoldPolicyBackend(tokenizer, rows)
+    calls = []
+    rollout_func = recording(
+        make_rollout_func(backend_factory=lambda trainer: gold, env_servers=servers), calls
+    )
+    make_trainer((folder, tokenizer), tmp_path, rows, rollout_func).train()
+    output = calls[0][2]
+    assert output["env_reward"] == [1.0] * 8 and min(output["num_turns"]) >= 2
+    assert calculator_server.manager.opened > opened  # the episodes ran on the server
