@@ -8,11 +8,14 @@ again by this pool: a training run does not wait on a dead peer over and over. A
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from tool_envs.errors import EnvServerUnavailableError
+
+_TIE_BREAK = itertools.count()
 
 
 def normalise_url(url: str) -> str:
@@ -55,14 +58,17 @@ class EnvServerPool:
         self._lock = threading.Lock()
 
     def acquire(self, skip: Iterable[str] = ()) -> str | None:
-        """Take a session slot on the least loaded live server (ties: the first listed) not in
-        ``skip``; None when there is none."""
+        """Take a session slot on the least loaded live server not in ``skip``; None when there
+        is none. Ties go round the list, so envs with pools of their own spread too."""
         skip = set(skip)
         with self._lock:
             live = [u for u in self.urls if u not in self.dead and u not in skip]
             if not live:
                 return None
-            url = min(live, key=lambda u: self.load[u])
+            turn = next(_TIE_BREAK)
+            least = min(self.load[u] for u in live)
+            tied = [u for u in live if self.load[u] == least]
+            url = tied[turn % len(tied)]
             self.load[url] += 1
             return url
 

@@ -140,6 +140,35 @@ class Metadata(BaseModel):
     documentation_url: str | None = None
 
 
+def observation(
+    messages: list[dict[str, Any]],
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    assistant_message: dict[str, Any] | None = None,
+    terminated: bool = False,
+    truncated: bool = False,
+    info: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An :class:`Observation` as a plain dict, built without validating what the env made
+    (it is the env's own output; validating it would cost more than the step)."""
+    return {
+        "messages": messages,
+        "tools": tools,
+        "assistant_message": assistant_message,
+        "terminated": terminated,
+        "truncated": truncated,
+        "info": info or {},
+        "metadata": {},
+    }
+
+
+def parse_action(data: Any) -> Action:
+    """The step's action; the usual ``{"text": str}`` skips pydantic (a step's hot path)."""
+    if type(data) is dict and len(data) == 1 and type(data.get("text")) is str:
+        return Action.model_construct(text=data["text"], message=None, metadata={})
+    return Action.model_validate(data)
+
+
 def frame(kind: Literal["observation", "state", "error"], data: dict[str, Any]) -> str:
     """One server frame as JSON text."""
     return dumps({"type": kind, "data": data})
@@ -149,9 +178,9 @@ def error_frame(code: str, message: str, **extra: Any) -> str:
     return frame("error", {"message": message, "code": code, **extra})
 
 
-def result(observation: Observation, reward: float | None, done: bool) -> dict[str, Any]:
+def result(observation: dict[str, Any], reward: float | None, done: bool) -> dict[str, Any]:
     """A step or reset result, as OpenEnv's ``serialize_observation`` lays it out."""
-    return {"observation": observation.model_dump(), "reward": reward, "done": done}
+    return {"observation": observation, "reward": reward, "done": done}
 
 
 def dumps(value: Any) -> str:

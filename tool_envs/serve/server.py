@@ -140,7 +140,7 @@ class Session:
         self.episode_id = data.episode_id or uuid.uuid4().hex
         self.steps = 0
         return protocol.result(
-            Observation(messages=observation, tools=env.unwrapped.tools, info=info), None, False
+            protocol.observation(observation, tools=env.unwrapped.tools, info=info), None, False
         )
 
     def step(self, action: Action) -> dict[str, Any]:
@@ -154,11 +154,11 @@ class Session:
         # (a void turn is rolled back).
         assistant = recorded[0] if len(recorded) > len(observation) else None
         return protocol.result(
-            Observation(
-                messages=observation,
+            protocol.observation(
+                observation,
                 assistant_message=assistant,
-                terminated=terminated,
-                truncated=truncated,
+                terminated=bool(terminated),
+                truncated=bool(truncated),
                 info=info,
             ),
             float(reward),
@@ -272,7 +272,7 @@ async def handle_frame(session: Session, raw: str) -> tuple[str | None, bool]:
             parsed = ResetData.model_validate(data if data is not None else {})
             return protocol.frame("observation", await session.call(session.reset, parsed)), False
         if kind == "step":
-            action = Action.model_validate(data)
+            action = protocol.parse_action(data)
             if session.env is not None and session.episode_id is None:
                 return protocol.error_frame(
                     protocol.SESSION_ERROR,
