@@ -23,8 +23,6 @@ import itertools
 import json
 import multiprocessing
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -34,7 +32,7 @@ from typing import Any
 import gymnasium as gym
 
 import tool_envs
-from tool_envs.serve import EnvServerPool, RemoteEnv
+from tool_envs.serve import EnvServerPool, EnvServerProcess, RemoteEnv
 
 ROOT = Path(__file__).resolve().parents[1]
 BURNING = "bench/BurningCalculator-v0"
@@ -66,28 +64,6 @@ if BURNING not in gym.registry:
 
 
 # ------------------------------------------------------------------ servers
-
-
-class CliServer:
-    """``tool-envs serve`` in its own process."""
-
-    def __init__(self, env_id: str, *args: str):
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tool_envs.cli", "serve", env_id, "--port", "0", *args],
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-        )
-        line = self.process.stdout.readline()
-        if not line.startswith("serving "):
-            self.stop()
-            raise RuntimeError(f"{env_id} server did not start: {line!r}")
-        self.url = line.split(" on ", 1)[1].split()[0]
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
-        self.process.stdout.close()
 
 
 def _serve_burning(ready: Any, stop: Any) -> None:
@@ -160,7 +136,7 @@ def p99(values: Sequence[float]) -> float:
 
 def latency(env_id: str, episodes: int, rounds: int) -> dict[str, Any]:
     tasks = gold_episodes(env_id, episodes)
-    server = CliServer(env_id)
+    server = EnvServerProcess(env_id, cwd=ROOT)
     local, remote = gym.make(env_id), RemoteEnv(server.url)
     try:
         step_times(local, tasks[:5]), step_times(remote, tasks[:5])  # warm-up

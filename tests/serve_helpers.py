@@ -4,74 +4,22 @@ proxy that can cut or freeze the link, and what a server process holds (from /pr
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import select
-import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
-from typing import Any
+
+from tool_envs.serve.process import EnvServerProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-class ServerProcess:
-    """``tool-envs serve ENV_ID --port 0 ...`` in its own process; ``url`` once it listens."""
+class ServerProcess(EnvServerProcess):
+    """``tool-envs serve ENV_ID --port 0 ...`` of this checkout, in its own process."""
 
     def __init__(self, env_id: str, *args: str, env: dict[str, str] | None = None):
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tool_envs.cli", "serve", env_id, "--port", "0", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-        )
-        line = self._read_line(timeout=60)
-        if not line.startswith("serving "):
-            self.stop()
-            raise RuntimeError(f"the server did not start: {line!r} {self.process.stderr.read()}")
-        self.url = line.split(" on ", 1)[1].split()[0]
-        self.pid = self.process.pid
-
-    def _read_line(self, timeout: float) -> str:
-        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
-        return self.process.stdout.readline() if ready else ""
-
-    def health(self, timeout: float = 5.0) -> dict[str, Any]:
-        with urllib.request.urlopen(f"{self.url}/health", timeout=timeout) as answer:
-            return json.loads(answer.read())
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGCONT)  # a frozen one too
-        self.process.kill()
-        self.process.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGCONT)
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=30)
-        for stream in (self.process.stdout, self.process.stderr):
-            if stream is not None:
-                stream.close()
-
-    def __enter__(self) -> ServerProcess:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+        super().__init__(env_id, args=args, cwd=ROOT, env={"PYTHONPATH": str(ROOT), **(env or {})})
 
 
 def wait_for(condition, timeout: float = 10.0, every: float = 0.05) -> bool:

@@ -1,17 +1,20 @@
 """Served envs play exactly as in-process ones: RemoteEnv, the CLI server, both engines."""
 
+import contextlib
 import json
 import urllib.request
 
 import gymnasium as gym
 import pytest
 import torch
+from eval_helpers import serve
 from rollout_helpers import ReplayBackend, tiny_tokenizer_and_model
 from serve_helpers import ServerProcess
 from test_async_engine import FAMILIES, family_tasks, same_books
 
 import tool_envs
 from tool_envs.errors import EnvConfigError, TaskRowError
+from tool_envs.eval.runner import EvalConfig, EvalError, run_eval
 from tool_envs.rollout import (
     AsyncRolloutEngine,
     RolloutConfig,
@@ -210,3 +213,47 @@ def test_a_grpo_step_plays_its_episodes_on_env_servers(tmp_path, monkeypatch, ca
     output = calls[0][2]
     assert output["env_reward"] == [1.0] * 8 and min(output["num_turns"]) >= 2
     assert calculator_server.manager.opened > opened  # the episodes ran on the server
+
+
+def test_tool_envs_eval_plays_served_envs_as_in_process(tmp_path, calculator_server):
+    """An agent behind an OpenAI-compatible API (native tool_calls) on served envs: the same
+    trials, metrics and conversations as in-process."""
+    from tool_envs.calculator.tasks import default_splits
+
+    tasks = default_splits()["test"][:4]
+    with contextlib.contextmanager(serve)(tasks) as chat:
+        check_eval_remote_vs_local(tmp_path, chat, calculator_server)
+        with pytest.raises(EvalError, match="tool-envs serve"):
+            EvalConfig(
+                envs=[CALCULATOR], out=tmp_path / "bad", model="m",
+                env_servers={CALCULATOR: calculator_server.url},
+                env_kwargs={CALCULATOR: {"parser": "hermes"}},
+            ).validate()  # fmt: skip
+
+
+def check_eval_remote_vs_local(tmp_path, chat, calculator_server):
+
+    def config(out, **extra):
+        return EvalConfig(
+            envs=[CALCULATOR], out=tmp_path / out, model="calc-model", base_url=chat.url,
+            api_key="test", limit=4, trials=2, concurrency=4, max_retries=0, timeout=10,
+            progress=False, **extra,
+        )  # fmt: skip
+
+    chat.reset()
+    local = run_eval(config("local"))
+    chat.reset()
+    remote = run_eval(config("remote", env_servers={CALCULATOR: calculator_server.url}))
+    keys = ("trials", "success_rate", "pass_hat_k", "mean_turns", "tool_calls", "env_errors")
+    assert {k: remote.summary["overall"][k] for k in keys} == {
+        k: local.summary["overall"][k] for k in keys
+    }
+    assert remote.summary["overall"]["void_trials"] == 0
+
+    def conversations(out):
+        lines = (tmp_path / out / "trajectories.jsonl").read_text().splitlines()
+        return sorted(
+            (r["task_id"], r["trial"], json.dumps(r["messages"])) for r in map(json.loads, lines)
+        )
+
+    assert conversations("remote") == conversations("local")

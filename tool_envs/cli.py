@@ -76,6 +76,14 @@ def _add_eval_parser(commands: Any) -> None:
         help='gymnasium.make arguments per env, e.g. {"tool_envs/X-v0": {"k": 1}}',
     )
     run.add_argument(
+        "--env-servers",
+        type=_json_object,
+        default={},
+        metavar="JSON",
+        help='play these envs on `tool-envs serve` servers: {"tool_envs/X-v0": "http://'
+        '127.0.0.1:8000" or [URLs]}',
+    )
+    run.add_argument(
         "--user",
         help="user= for the envs that have a simulated user (scripted, llm, human); other envs "
         "of the run are made without it",
@@ -271,6 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 limit=args.limit,
                 where=args.where,
                 env_kwargs=args.env_kwargs,
+                env_servers=args.env_servers,
                 user=args.user,
                 parser=args.parser,
                 max_turns=args.max_turns,

@@ -11,6 +11,7 @@ _LAZY = {
     "RemoteEnv": "tool_envs.serve.client",
     "EnvServerPool": "tool_envs.serve.pool",
     "EnvServer": "tool_envs.serve.server",
+    "EnvServerProcess": "tool_envs.serve.process",
     "ServeConfig": "tool_envs.serve.server",
     "build_app": "tool_envs.serve.server",
     "serve": "tool_envs.serve.server",
