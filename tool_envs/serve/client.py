@@ -101,6 +101,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         self._ws: Any = None
         self._messages: list[Message] = []
         self._tools: list[dict[str, Any]] = []
+        self._last_info: dict[str, Any] = {}
         self._needs_reset = True
 
     # ------------------------------------------------------------------ the env API
@@ -137,6 +138,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         observation = answer["observation"]
         self._messages = copy.deepcopy(observation["messages"])
         self._tools = observation["tools"] or []
+        self._last_info = observation["info"]
         self._needs_reset = False
         return observation["messages"], observation["info"]
 
@@ -166,6 +168,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         if terminated or truncated:
             self._needs_reset = True
         reward = float(answer.get("reward") or 0.0)
+        self._last_info = observation["info"]
         return observation["messages"], reward, terminated, truncated, observation["info"]
 
     def state(self) -> dict[str, Any]:
@@ -269,12 +272,13 @@ class RemoteEnv(gym.Env[list[Message], Any]):
 
     def _void_turn(self, detail: str) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
         self._needs_reset = True
+        # As an in-process void turn: rolled back, so turn and stats are the last answer's.
         info = {
-            "turn": sum(m.get("role") == "assistant" for m in self._messages),
+            "turn": self._last_info.get("turn", 0),
             "tool_calls": [],
             "parse_error": None,
             "tool_errors": [],
-            "stats": {},
+            "stats": copy.deepcopy(self._last_info.get("stats", {})),
             "reward_info": void_info("env_server", detail),
         }
         return [], 0.0, False, True, info
