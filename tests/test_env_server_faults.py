@@ -116,14 +116,15 @@ def test_a_frozen_server_times_out_the_step_and_voids_the_episode(tokenizer):
 
 def test_a_partitioned_link_voids_the_episode_within_the_timeout():
     with EnvServer(ServeConfig(CALCULATOR)) as server, TcpProxy(server.url) as proxy:
-        remote = RemoteEnv(proxy.url, timeout=1.0)
+        remote = RemoteEnv(proxy.url)
         try:
             remote.reset(seed=0)
+            remote.timeout = 1.0
             proxy.freeze()
             observation, reward, terminated, truncated, info = remote.step("1 + 1 = 2")
             assert (observation, reward, terminated, truncated) == ([], 0.0, False, True)
             assert info["reward_info"]["void_cause"] == "env_server"
-            assert "did not answer" in info["reward_info"]["reason"]
+            assert f"{proxy.url} did not answer a step" in info["reward_info"]["reason"]
         finally:
             remote.close()
 

@@ -65,7 +65,10 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         servers: A server URL, several (episodes go to the least loaded), or a shared
             :class:`~tool_envs.serve.pool.EnvServerPool`.
         token: Bearer token; default ``$TOOL_ENVS_SERVE_TOKEN``.
-        timeout: Seconds to wait for a reset or step answer before the server counts as hung.
+        timeout: Seconds to wait for a step's answer before the server counts as hung (the
+            episode is void); the engines pass their ``step_timeout``.
+        reset_timeout: The same for a reset, which may start servers or sandboxes (an
+            in-process reset is not timed at all).
         connect_timeout: Seconds for the WebSocket handshake before a server counts as dead.
         max_message_bytes: Largest answer accepted.
     """
@@ -78,6 +81,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         *,
         token: str | None = None,
         timeout: float | None = 600.0,
+        reset_timeout: float | None = 600.0,
         connect_timeout: float = 10.0,
         max_message_bytes: int = 64 * 2**20,
     ):
@@ -93,6 +97,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         self.pool = servers if isinstance(servers, EnvServerPool) else EnvServerPool(servers)
         self.token = token if token is not None else os.environ.get(TOKEN_VARIABLE)
         self.timeout = timeout
+        self.reset_timeout = reset_timeout
         self.connect_timeout = connect_timeout
         self.max_message_bytes = max_message_bytes
         self.observation_space = ChatMessages()
@@ -130,7 +135,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
                 raise self.pool.unavailable(failures)
             url = self.url
             try:
-                answer = self._request({"type": "reset", "data": data})
+                answer = self._request({"type": "reset", "data": data}, self.reset_timeout)
                 break
             except (_ServerGone, _ServerFull) as exc:
                 failures[url or "?"] = str(exc)
@@ -157,7 +162,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
                 f"{type(action).__name__}"
             )
         try:
-            answer = self._request({"type": "step", "data": data})
+            answer = self._request({"type": "step", "data": data}, self.timeout)
         except (_ServerGone, _ServerFull) as exc:
             return self._void_turn(str(exc))
         observation = answer["observation"]
@@ -177,7 +182,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         if self._ws is None:
             raise ResetNeeded("no session is open; call reset() first")
         try:
-            return self._request({"type": "state"})
+            return self._request({"type": "state"}, self.timeout)
         except (_ServerGone, _ServerFull) as exc:
             self._drop_session()
             raise RemoteEnvError(str(exc), code="SESSION_ERROR") from exc
@@ -224,7 +229,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
             self.url = url
             return True
 
-    def _request(self, message: dict[str, Any]) -> dict[str, Any]:
+    def _request(self, message: dict[str, Any], timeout: float | None) -> dict[str, Any]:
         """Send one frame and read its answer's ``data``; error frames raise."""
         from websockets.exceptions import WebSocketException
 
@@ -233,12 +238,12 @@ class RemoteEnv(gym.Env[list[Message], Any]):
             # the close beat this send, the frame is still there to read.
             with contextlib.suppress(WebSocketException):
                 self._ws.send(protocol.dumps(message))
-            raw = self._ws.recv(timeout=self.timeout)
+            raw = self._ws.recv(timeout=timeout)
         except TimeoutError as exc:
+            url = self.url
             self._drop_session()
-            raise _ServerGone(
-                f"{self.url} did not answer a {message['type']} within {self.timeout} s"
-            ) from exc
+            what = message["type"]
+            raise _ServerGone(f"{url} did not answer a {what} within {timeout} s") from exc
         except (WebSocketException, OSError) as exc:
             url = self.url
             self._drop_session()
