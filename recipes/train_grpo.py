@@ -108,6 +108,7 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
     check_model_path(model_args.model_name_or_path)
     reward_funcs = [import_function(spec) for spec in env_args.reward_funcs]
     env_kwargs = parse_json_argument("env_kwargs", env_args.env_kwargs)
+    env_servers = parse_json_argument("env_servers", env_args.env_servers)
     template_kwargs = parse_json_argument("template_kwargs", env_args.template_kwargs)
     rows = env_args.load()  # before the model: a typo in the tasks is named at once
     heldout = (
@@ -125,7 +126,7 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
         )
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
     resolve_chat_template(tokenizer, env_args.chat_template)
-    for line in check_setup(tokenizer, rows, env_kwargs, template_kwargs):
+    for line in check_setup(tokenizer, rows, env_kwargs, template_kwargs, env_servers):
         print(line)
     if env_args.preview_tasks:
         print(preview(tokenizer, rows, env_args.preview_tasks))
@@ -147,6 +148,7 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
             max_tokens_per_turn=env_args.max_tokens_per_turn,
             max_turns=env_args.max_turns,
             env_kwargs=env_kwargs,
+            env_servers=env_servers,
             template_kwargs=template_kwargs,
             vllm_server_model=env_args.vllm_server_model,
             rollout_engine=env_args.rollout_engine,

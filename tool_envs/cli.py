@@ -77,6 +77,14 @@ def _add_eval_parser(commands: Any) -> None:
         help='gymnasium.make arguments per env, e.g. {"tool_envs/X-v0": {"k": 1}}',
     )
     run.add_argument(
+        "--env-servers",
+        type=_json_object,
+        default={},
+        metavar="JSON",
+        help='play these envs on `tool-envs serve` servers: {"tool_envs/X-v0": "http://'
+        '127.0.0.1:8000" or [URLs]}',
+    )
+    run.add_argument(
         "--user",
         help="user= for the envs that have a simulated user (scripted, llm, human); other envs "
         "of the run are made without it",
@@ -103,6 +111,70 @@ def _add_eval_parser(commands: Any) -> None:
         "failing: not the agent's doing, never saved, replayed by a rerun); 0: never stop",
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _add_serve_parser(commands: Any) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="serve a registered env over OpenEnv's protocol (WebSocket sessions on /ws)",
+        description="One env per WebSocket session on /ws (reset / step / state / close), plus "
+        "/health, /metadata, /schema and the task endpoints. Needs the serve extra.",
+    )
+    serve.add_argument("env_id", help="registered env id, e.g. tool_envs/TauRetail-v0")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="interface to bind (default 127.0.0.1); any other needs a bearer token",
+    )
+    serve.add_argument("--port", type=int, default=8000, help="TCP port (0: any free port)")
+    serve.add_argument("--max-sessions", type=int, default=64, help="sessions (envs) at once")
+    serve.add_argument(
+        "--session-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="close a session silent for this long and release its env (default 600)",
+    )
+    serve.add_argument(
+        "--max-message-bytes", type=int, default=16 * 2**20, help="largest frame accepted"
+    )
+    serve.add_argument(
+        "--env-kwargs",
+        type=_json_object,
+        default={},
+        metavar="JSON",
+        help='gymnasium.make arguments of every session\'s env, e.g. {"user": "scripted"}',
+    )
+    serve.add_argument(
+        "--token",
+        help="bearer token clients must send (default: $TOOL_ENVS_SERVE_TOKEN); required to "
+        "bind anything but a loopback address",
+    )
+
+
+def _serve_command(parser: argparse.ArgumentParser, args: Any) -> int:
+    import os
+
+    import tool_envs
+    from tool_envs.errors import EnvConfigError
+    from tool_envs.serve.server import TOKEN_VARIABLE, ServeConfig, serve
+
+    tool_envs.register_envs()
+    try:
+        config = ServeConfig(
+            env_id=args.env_id,
+            env_kwargs=args.env_kwargs,
+            host=args.host,
+            port=args.port,
+            max_sessions=args.max_sessions,
+            session_timeout=args.session_timeout,
+            max_message_bytes=args.max_message_bytes,
+            token=args.token or os.environ.get(TOKEN_VARIABLE) or None,
+        )
+    except EnvConfigError as exc:
+        parser.error(str(exc))
+    serve(config)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -153,6 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser(
         "doctor", help="report the code sandbox's isolation level here and run one check"
     )
+    _add_serve_parser(commands)
     from tool_envs.mcp.servers.cli import add_serve_mcp_parser  # argparse only, no mcp import
 
     add_serve_mcp_parser(commands)
@@ -212,6 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 limit=args.limit,
                 where=args.where,
                 env_kwargs=args.env_kwargs,
+                env_servers=args.env_servers,
                 user=args.user,
                 parser=args.parser,
                 max_turns=args.max_turns,
@@ -233,6 +307,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tool_envs.code.sandbox import doctor
 
         print(doctor())
+    elif args.command == "serve":
+        return _serve_command(parser, args)
     elif args.command == "serve-mcp":
         from tool_envs.mcp.servers.cli import serve_mcp_command
 

@@ -12,9 +12,13 @@ becomes an error observation and a counter in ``info``.
     ├── MCPCallError          (also ValueError)  an MCP request failed (tool_envs.mcp.client:
     │   MCPTimeoutError, MCPConnectionError, MCPToolError, MCPProtocolError); inside an env
     │   these become error observations, out of reset (a server that cannot start) they raise
-    └── InfrastructureError   (also RuntimeError) a helper the episode depends on failed (user
-        simulator, judge, sandbox, env step); inside ``step`` it voids the episode instead of
-        raising (see tool_envs.core.outcome)
+    ├── InfrastructureError   (also RuntimeError) a helper the episode depends on failed (user
+    │   simulator, judge, sandbox, env step); inside ``step`` it voids the episode instead of
+    │   raising (see tool_envs.core.outcome)
+    ├── EnvServerUnavailableError (also ConnectionError) no env server of a remote env can be
+    │   reached (tool_envs.serve); the message names every URL and why it failed
+    └── RemoteEnvError        (also RuntimeError) an env server answered a request with an error
+        that has no local counterpart
 """
 
 from __future__ import annotations
@@ -90,4 +94,38 @@ class InfrastructureError(ToolEnvsError, RuntimeError):
         if cause not in VOID_CAUSES:
             raise ValueError(f"cause must be one of {VOID_CAUSES}, got {cause!r}")
         self.cause = cause
+        super().__init__(message)
+
+
+class EnvServerUnavailableError(ToolEnvsError, ConnectionError):
+    """Raised when a remote env cannot start an episode on any of its servers.
+
+    Raised by ``RemoteEnv.reset`` (and so by the rollout engines) when every server URL is dead
+    (connection refused, handshake timed out) or full. Mid-episode failures do not raise: they
+    void the episode (``void_cause="env_server"``).
+
+    Attributes:
+        failures: URL -> why it could not be used.
+    """
+
+    def __init__(self, failures: dict[str, str]):
+        self.failures = dict(failures)
+        listed = "; ".join(f"{url}: {why}" for url, why in self.failures.items())
+        super().__init__(
+            f"no env server can take an episode ({listed}). Start `tool-envs serve ENV_ID "
+            "--port N` at those URLs, or pass live ones (env_servers=...)."
+        )
+
+
+class RemoteEnvError(ToolEnvsError, RuntimeError):
+    """Raised when an env server answers with an error that has no local exception class.
+
+    Attributes:
+        code: OpenEnv's error code (``EXECUTION_ERROR``, ``VALIDATION_ERROR``, ...).
+        exception: Name of the exception the server-side env raised, if any.
+    """
+
+    def __init__(self, message: str, *, code: str, exception: str | None = None):
+        self.code = code
+        self.exception = exception
         super().__init__(message)

@@ -190,11 +190,16 @@ def env_id_of_source(source: str) -> str | None:
     return resolve_env_id(source)
 
 
-def env_kwargs_for(env_kwargs: Mapping[str, Mapping[str, Any]], env_id: str) -> dict[str, Any]:
-    """The constructor arguments ``env_kwargs`` gives ``env_id``; keys and id may each be
-    written with or without Gymnasium's ``module:`` prefix."""
+def for_env(by_env: Mapping[str, Any], env_id: str) -> Any:
+    """The value ``by_env`` (env id -> value: ``env_kwargs``, ``env_servers``) gives ``env_id``,
+    or None; keys and id may each be written with or without Gymnasium's ``module:`` prefix."""
     wanted = registered_id(env_id)
-    return next((dict(v) for k, v in env_kwargs.items() if registered_id(k) == wanted), {})
+    return next((value for key, value in by_env.items() if registered_id(key) == wanted), None)
+
+
+def env_kwargs_for(env_kwargs: Mapping[str, Mapping[str, Any]], env_id: str) -> dict[str, Any]:
+    """The constructor arguments ``env_kwargs`` gives ``env_id`` (see :func:`for_env`)."""
+    return dict(for_env(env_kwargs, env_id) or {})
 
 
 def _gymnasium_own(spec: Any) -> bool:

@@ -182,6 +182,16 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
         return copy.deepcopy(self._messages)
 
     @property
+    def message_count(self) -> int:
+        """How many messages the conversation has (cheaper than ``len(env.messages)``)."""
+        return len(self._messages)
+
+    def messages_since(self, start: int) -> list[Message]:
+        """Copies of the messages from index ``start`` on: what a step added, without copying
+        the whole conversation (an env server sends only this)."""
+        return [_copy_message(m) for m in self._messages[start:]]
+
+    @property
     def tools(self) -> list[dict[str, Any]]:
         """Tool schemas in OpenAI function format for the current episode."""
         return self._toolset.schemas

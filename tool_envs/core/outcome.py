@@ -32,6 +32,7 @@ VOID_CAUSES = (
     "env_error",  # an env step raised (a bug or a dead server behind it)
     "sandbox",  # the sandbox could not run the code at all (not the code's fault)
     "generation",  # the policy's generation server failed mid-episode
+    "env_server",  # a remote env's server died, hung or dropped the session (tool_envs.serve)
 )
 """What can void an episode; ``reward_info["void_cause"]`` is one of these."""
 

@@ -43,7 +43,7 @@ from tool_envs.eval.agents import (
 from tool_envs.eval.metrics import is_success, summarize
 from tool_envs.eval.store import TrajectoryStore, trial_key
 from tool_envs.eval.tasks import EvalTask, derive_seed, load_eval_tasks
-from tool_envs.registration import env_kwargs_for, registered_id, resolve_env_id
+from tool_envs.registration import env_kwargs_for, for_env, registered_id, resolve_env_id
 
 __all__ = ["AGENTS", "EvalConfig", "EvalResult", "run_eval"]
 
@@ -91,6 +91,9 @@ class EvalConfig:
         limit: First tasks of each source; None for all.
         where: Keep tasks whose ``extra_info`` has these values.
         env_kwargs: Per env id, extra ``gymnasium.make`` arguments.
+        env_servers: Per env id, ``tool-envs serve`` URL(s): those envs are played on the
+            servers (their constructor arguments, ``--user`` and ``--parser`` included, are
+            the servers'); a dead server voids its trials, which a rerun replays.
         user: Passed as ``user=`` to the envs that have a simulated user (the others are made
             without it).
         parser: Passed as ``parser=`` to every env (the tool-call parser in text mode).
@@ -119,6 +122,7 @@ class EvalConfig:
     limit: int | None = None
     where: dict[str, Any] = field(default_factory=dict)
     env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    env_servers: dict[str, str | list[str]] = field(default_factory=dict)
     user: str | None = None
     parser: str | None = None
     max_turns: int | None = None
@@ -154,6 +158,23 @@ class EvalConfig:
             raise EvalError(f"--void-limit must be >= 0 (0: never stop), got {self.void_limit}")
         if self.price_per_million is not None and min(self.price_per_million) < 0:
             raise EvalError("--price-per-million takes two non-negative numbers: IN OUT")
+        for env_id, urls in self.env_servers.items():
+            listed = [urls] if isinstance(urls, str) else urls
+            if (
+                not isinstance(listed, list)
+                or not listed
+                or not all(isinstance(u, str) for u in listed)
+            ):
+                raise EvalError(
+                    f"--env-servers maps env ids to a URL or a list of URLs; {env_id!r} maps to "
+                    f"{urls!r}"
+                )
+            if env_id in self.env_kwargs:
+                raise EvalError(
+                    f"{env_id} is served (--env-servers), so its constructor arguments are the "
+                    f"server's: start it with `tool-envs serve {env_id} --env-kwargs '...'` "
+                    "instead of passing --env-kwargs here"
+                )
         for env_id, kwargs in self.env_kwargs.items():
             if not isinstance(kwargs, dict):
                 raise EvalError(
@@ -252,6 +273,7 @@ class _EnvPool:
         self.local = threading.local()
         self.lock = threading.Lock()
         self.made: list[gym.Env] = []
+        self.servers: dict[str, Any] = {}  # env id -> EnvServerPool, shared by its envs
 
     def kwargs(self, env_id: str) -> dict[str, Any]:
         kwargs = env_kwargs_for(self.config.env_kwargs, env_id)
@@ -266,15 +288,30 @@ class _EnvPool:
     def get(self, env_id: str) -> gym.Env:
         envs = self.local.__dict__.setdefault("envs", {})
         if env_id not in envs:
-            kwargs = self.kwargs(env_id)
-            try:
-                env = gym.make(env_id, **kwargs)
-            except (TypeError, ValueError) as exc:
-                raise EvalError(f"cannot make {env_id} with {kwargs}: {exc}") from exc
+            if for_env(self.config.env_servers, env_id) is not None:
+                env = self._remote(env_id)
+            else:
+                kwargs = self.kwargs(env_id)
+                try:
+                    env = gym.make(env_id, **kwargs)
+                except (TypeError, ValueError) as exc:
+                    raise EvalError(f"cannot make {env_id} with {kwargs}: {exc}") from exc
             envs[env_id] = env
             with self.lock:
                 self.made.append(env)
         return envs[env_id]
+
+    def _remote(self, env_id: str) -> gym.Env:
+        from tool_envs.serve.client import RemoteEnv
+        from tool_envs.serve.pool import EnvServerPool
+
+        with self.lock:
+            if env_id not in self.servers:
+                self.servers[env_id] = EnvServerPool(for_env(self.config.env_servers, env_id))
+        env: gym.Env = RemoteEnv(self.servers[env_id])
+        if self.config.max_turns is not None:
+            env = gym.wrappers.TimeLimit(env, self.config.max_turns)
+        return env
 
     def close(self) -> None:
         with self.lock:

@@ -35,7 +35,7 @@ import tool_envs
 from tool_envs.core.messages import Message
 from tool_envs.core.outcome import VOID, is_void, outcome_of, void_info
 from tool_envs.errors import ToolEnvsError
-from tool_envs.registration import env_kwargs_for
+from tool_envs.registration import env_kwargs_for, registered_id
 from tool_envs.rollout.backends.base import Generation, GenerationBackend, SamplingSettings
 from tool_envs.rollout.template import ChatTemplateRenderer
 
@@ -65,6 +65,13 @@ class RolloutConfig:
             batch's episodes are void (1.0: never).
         chat_template: Template to use instead of the tokenizer's own.
         template_kwargs: Extra template variables (e.g. ``{"enable_thinking": False}``).
+        env_servers: Env id -> one or more ``tool-envs serve`` URLs: episodes of those ids run
+            on the servers (:class:`~tool_envs.serve.RemoteEnv`; each episode on the least
+            loaded live server), the others in this process. Constructor arguments of a served
+            env are the server's (``tool-envs serve --env-kwargs``), not ``env_kwargs``;
+            ``max_turns`` and ``env_wrappers`` apply here as to any env. A server that dies or
+            hangs voids its episodes (``void_cause="env_server"``); when none is left, the run
+            raises :class:`~tool_envs.errors.EnvServerUnavailableError` naming the URLs.
     """
 
     max_completion_length: int = 1024
@@ -78,8 +85,22 @@ class RolloutConfig:
     max_void_fraction: float = 0.5
     chat_template: str | None = None
     template_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    env_servers: Mapping[str, str | Sequence[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        for env_id, urls in self.env_servers.items():
+            listed = [urls] if isinstance(urls, str) else list(urls)
+            if not listed or not all(isinstance(u, str) and u for u in listed):
+                raise ValueError(
+                    f"RolloutConfig.env_servers[{env_id!r}] must be a URL or a non-empty list "
+                    f"of URLs, got {urls!r}"
+                )
+            if any(registered_id(key) == registered_id(env_id) for key in self.env_kwargs):
+                raise ValueError(
+                    f"RolloutConfig.env_kwargs[{env_id!r}] is set, but {env_id} is served "
+                    f"(env_servers): its constructor arguments are the server's; start it "
+                    f"with `tool-envs serve {env_id} --env-kwargs '...'` instead"
+                )
         for name in ("max_completion_length", "max_tokens_per_turn", "max_concurrent_requests"):
             if getattr(self, name) < 1:
                 raise ValueError(f"RolloutConfig.{name} must be >= 1, got {getattr(self, name)}")
@@ -221,19 +242,40 @@ class EnvPool:
         self._free: dict[str, list[gym.Env]] = defaultdict(list)
         self._all: list[gym.Env] = []
         self._lock = threading.Lock()
+        self._servers: dict[str, Any] = {}  # env id -> EnvServerPool, shared by its envs
+        # Served ids by registered id, so ``module:EnvId`` keys and rows name the same env.
+        self._served = {registered_id(k): urls for k, urls in config.env_servers.items()}
 
     def acquire(self, env_id: str) -> gym.Env:
         with self._lock:  # episodes start from worker threads
             if self._free[env_id]:
                 return self._free[env_id].pop()
-        kwargs = env_kwargs_for(self.config.env_kwargs, env_id)
-        if self.config.max_turns is not None:
-            kwargs["max_episode_steps"] = self.config.max_turns
-        env = gym.make(env_id, **kwargs)
+        served = registered_id(env_id)
+        if served in self._served:
+            env = self._remote(served)
+        else:
+            kwargs = env_kwargs_for(self.config.env_kwargs, env_id)
+            if self.config.max_turns is not None:
+                kwargs["max_episode_steps"] = self.config.max_turns
+            env = gym.make(env_id, **kwargs)
         for wrapper in self.config.env_wrappers:
             env = wrapper(env)
         with self._lock:
             self._all.append(env)
+        return env
+
+    def _remote(self, env_id: str) -> gym.Env:
+        """A RemoteEnv on ``env_id``'s servers (the turn limit applied here, as in-process)."""
+        from tool_envs.serve.client import RemoteEnv
+        from tool_envs.serve.pool import EnvServerPool
+
+        with self._lock:
+            if env_id not in self._servers:
+                self._servers[env_id] = EnvServerPool(self._served[env_id])
+            servers = self._servers[env_id]
+        env: gym.Env = RemoteEnv(servers, timeout=self.config.step_timeout)
+        if self.config.max_turns is not None:
+            env = gym.wrappers.TimeLimit(env, self.config.max_turns)
         return env
 
     def release(self, env_id: str, env: gym.Env) -> None:

@@ -68,6 +68,13 @@ class EpisodeArguments(TaskArguments):
         default=None, metadata={"help": "Turns per episode (env default)."}
     )
     env_kwargs: str = field(default="{}", metadata={"help": 'JSON: {"env id": {kwarg: value}}.'})
+    env_servers: str = field(
+        default="{}",
+        metadata={
+            "help": 'JSON: {"env id": "http://127.0.0.1:8000" or [URLs]}: episodes of those envs '
+            "run on `tool-envs serve` servers (each on the least loaded live one)."
+        },
+    )
     template_kwargs: str = field(default="{}", metadata={"help": "JSON: extra template variables."})
     step_timeout: float | None = field(
         default=600.0,
@@ -310,21 +317,29 @@ def check_setup(
     rows: Sequence[Mapping[str, Any]],
     env_kwargs: Mapping[str, Mapping[str, Any]],
     template_kwargs: Mapping[str, Any] | None = None,
+    env_servers: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """Everything a run needs, checked without training; returns a report, raises on errors.
 
-    Every env in the rows is made and reset with its first row, and the chat template is checked
-    with that env's tools (a template that is not prefix-preserving would corrupt env tokens).
+    Every env in the rows is made (on its servers, for ids in ``env_servers``) and reset with
+    its first row, and the chat template is checked with that env's tools (a template that is
+    not prefix-preserving would corrupt env tokens).
     """
     lines = []
-    for key in env_kwargs:
+    for key in [*env_kwargs, *(env_servers or {})]:
         resolve_env_id(key)
+    servers = {registered_id(key): urls for key, urls in (env_servers or {}).items()}
     by_env: dict[str, Mapping[str, Any]] = {}
     for row in rows:
         by_env.setdefault(resolve_env_id(row["env_id"]), row)
     for env_id, row in by_env.items():
         count = sum(registered_id(r["env_id"]) == env_id for r in rows)
-        env = gym.make(env_id, **env_kwargs_for(env_kwargs, env_id))
+        if env_id in servers:
+            from tool_envs.serve.client import RemoteEnv
+
+            env = RemoteEnv(servers[env_id])
+        else:
+            env = gym.make(env_id, **env_kwargs_for(env_kwargs, env_id))
         try:
             env.reset(seed=0, options={"task": dict(row)})
             tools = env.unwrapped.tools
@@ -335,7 +350,8 @@ def check_setup(
         )
         if not report.ok:
             raise EnvConfigError(f"the chat template cannot be used with {env_id}:\n{report}")
-        lines.append(f"{env_id}: {count} tasks, {len(tools)} tools, chat template OK")
+        where = f" (served: {servers[env_id]})" if env_id in servers else ""
+        lines.append(f"{env_id}: {count} tasks, {len(tools)} tools, chat template OK{where}")
     if tokenizer.pad_token_id is None:
         raise EnvConfigError("the tokenizer has no pad token; set tokenizer.pad_token")
     return lines

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -27,6 +27,7 @@ def make_rollout_func(
     max_tokens_per_turn: int = 256,
     max_turns: int | None = None,
     env_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+    env_servers: Mapping[str, str | Sequence[str]] | None = None,
     env_workers: int | None = None,
     chat_template: str | None = None,
     template_kwargs: Mapping[str, Any] | None = None,
@@ -54,6 +55,8 @@ def make_rollout_func(
         max_tokens_per_turn: Cap on one policy turn.
         max_turns: Assistant turns per episode (None: each env's registered limit).
         env_kwargs: Constructor arguments per env id.
+        env_servers: Env id -> ``tool-envs serve`` URL(s): those envs run on the servers
+            (see :class:`~tool_envs.rollout.engine.RolloutConfig`).
         env_workers: Most env steps at once (None: one per live episode).
         chat_template: Template to use instead of the tokenizer's.
         template_kwargs: Extra template variables.
@@ -83,6 +86,7 @@ def make_rollout_func(
         "max_tokens_per_turn": max_tokens_per_turn,
         "max_turns": max_turns,
         "env_kwargs": dict(env_kwargs or {}),
+        "env_servers": dict(env_servers or {}),
         "env_workers": env_workers,
         "chat_template": chat_template,
         "template_kwargs": dict(template_kwargs or {}),

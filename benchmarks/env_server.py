@@ -1,0 +1,303 @@
+"""What the env-server boundary costs and what it buys, next to in-process envs in the same run.
+
+    python benchmarks/env_server.py [--quick] [--json PATH]
+
+1. latency: the time of one ``env.step`` in-process and through ``RemoteEnv`` against a
+   ``tool-envs serve`` process over loopback (gold episodes of Calculator, and of TauRetail with
+   the scripted user; in-process and remote episodes alternate). Reports median and p99 of both
+   and the added time. Goal: <= 1 ms median added.
+2. scaling: episodes/s of a CPU-bound env, played by 8 threads in this process (the GIL lets one
+   run at a time) against 8 threads whose envs live on 2 server processes. The env is
+   Calculator wrapped in :class:`BurningEnv`, which spins in pure Python for ``burn_ms`` before
+   each step (a stand-in for an env whose step does ~5 ms of Python work). Goal: >= 1.6x at 5 ms.
+   The same comparison at smaller step costs finds the break-even below which in-process wins.
+
+The step cost is read from each task row's ``extra_info["burn_ms"]``, so one pair of servers
+serves every point of the sweep. Every server process is stopped on the way out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import multiprocessing
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+import tool_envs
+from tool_envs.serve import EnvServerPool, EnvServerProcess, RemoteEnv
+
+ROOT = Path(__file__).resolve().parents[1]
+BURNING = "bench/BurningCalculator-v0"
+GOALS = {"added_median_ms": 1.0, "scaling": 1.6}
+
+
+class BurningEnv(gym.Wrapper):
+    """Spins in pure Python (holding the GIL) until its thread has used the task's
+    ``extra_info["burn_ms"]`` of CPU time, before each step of the wrapped env.
+
+    CPU time, not wall time: threads waiting for the GIL do not count it, so eight in-process
+    threads cannot pass off waiting as work."""
+
+    def step(self, action: Any) -> Any:
+        burn = self.env.unwrapped.task["extra_info"].get("burn_ms", 0.0) / 1000
+        end = time.thread_time() + burn
+        while time.thread_time() < end:
+            pass
+        return self.env.step(action)
+
+
+def make_burning(**kwargs: Any) -> gym.Env:
+    return BurningEnv(gym.make("tool_envs/Calculator-v0", **kwargs).unwrapped)
+
+
+tool_envs.register_envs()
+if BURNING not in gym.registry:
+    gym.register(BURNING, entry_point=make_burning, max_episode_steps=10)
+
+
+# ------------------------------------------------------------------ servers
+
+
+def _serve_burning(ready: Any, stop: Any) -> None:
+    from tool_envs.serve import EnvServer, ServeConfig
+
+    with EnvServer(ServeConfig(BURNING, max_sessions=256)) as server:
+        ready.put(server.url)
+        stop.wait()
+
+
+class BurningServers:
+    """Server processes for the burning env (it is registered by this module, so the servers
+    are this module's children, not ``tool-envs serve``)."""
+
+    def __init__(self, count: int):
+        context = multiprocessing.get_context("spawn")
+        self._stop = context.Event()
+        ready = context.Queue()
+        self.processes = [
+            context.Process(target=_serve_burning, args=(ready, self._stop)) for _ in range(count)
+        ]
+        for process in self.processes:
+            process.start()
+        self.urls = [ready.get(timeout=120) for _ in self.processes]
+
+    def stop(self) -> None:
+        self._stop.set()
+        for process in self.processes:
+            process.join(timeout=30)
+            if process.is_alive():
+                process.terminate()
+                process.join(timeout=10)
+
+
+# ------------------------------------------------------------------ 1. latency
+
+
+def gold_episodes(env_id: str, count: int) -> list[tuple[dict, list[str]]]:
+    env = gym.make(env_id)
+    try:
+        found = []
+        for task in env.unwrapped.tasks:
+            turns = env.unwrapped.gold_turns(task)
+            if turns:
+                found.append((task, turns))
+            if len(found) == count:
+                return found
+    finally:
+        env.close()
+    raise RuntimeError(f"{env_id} has fewer than {count} gold tasks")
+
+
+def step_times(env: gym.Env, episodes: list[tuple[dict, list[str]]]) -> list[float]:
+    times = []
+    for task, turns in episodes:
+        env.reset(options={"task": task})
+        for turn in turns:
+            start = time.perf_counter()
+            *_, terminated, truncated, _ = env.step(turn)
+            times.append(time.perf_counter() - start)
+            if terminated or truncated:
+                break
+    return times
+
+
+def p99(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
+def latency(env_id: str, episodes: int, rounds: int) -> dict[str, Any]:
+    tasks = gold_episodes(env_id, episodes)
+    server = EnvServerProcess(env_id, cwd=ROOT)
+    local, remote = gym.make(env_id), RemoteEnv(server.url)
+    try:
+        step_times(local, tasks[:5]), step_times(remote, tasks[:5])  # warm-up
+        local_times: list[float] = []
+        remote_times: list[float] = []
+        for _ in range(rounds):  # alternate, so both see the same machine load
+            local_times += step_times(local, tasks)
+            remote_times += step_times(remote, tasks)
+    finally:
+        remote.close()
+        local.close()
+        server.stop()
+    ms = 1000
+    row = {
+        "env": env_id,
+        "steps": len(local_times),
+        "local_median_ms": statistics.median(local_times) * ms,
+        "local_p99_ms": p99(local_times) * ms,
+        "remote_median_ms": statistics.median(remote_times) * ms,
+        "remote_p99_ms": p99(remote_times) * ms,
+    }
+    row["added_median_ms"] = row["remote_median_ms"] - row["local_median_ms"]
+    row["added_p99_ms"] = row["remote_p99_ms"] - row["local_p99_ms"]
+    return row
+
+
+# ------------------------------------------------------------------ 2. scaling
+
+
+def burning_tasks(burn_ms: float, count: int = 32) -> list[tuple[dict, list[str]]]:
+    rows = []
+    for task, turns in gold_episodes("tool_envs/Calculator-v0", count):
+        task = dict(task, env_id=BURNING, extra_info={**task["extra_info"], "burn_ms": burn_ms})
+        rows.append((task, turns))
+    return rows
+
+
+def episodes_per_second(
+    make_env: Callable[[], gym.Env],
+    tasks: list[tuple[dict, list[str]]],
+    threads: int,
+    seconds: float,
+) -> float:
+    """Threads play episodes until ``seconds`` pass; finished episodes / wall time."""
+    done = [0] * threads
+    envs = [make_env() for _ in range(threads)]
+
+    def play(index: int) -> None:
+        env, k = envs[index], index
+        while time.perf_counter() < deadline:
+            task, turns = tasks[k % len(tasks)]
+            k += threads
+            env.reset(options={"task": task})
+            for turn in turns:
+                *_, terminated, truncated, _ = env.step(turn)
+                if terminated or truncated:
+                    break
+            done[index] += 1
+
+    for env in envs:  # sessions open (remote) before the clock starts
+        env.reset(options={"task": tasks[0][0]})
+    start = time.perf_counter()
+    deadline = start + seconds
+    workers = [threading.Thread(target=play, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    elapsed = time.perf_counter() - start
+    for env in envs:
+        env.close()
+    return sum(done) / elapsed
+
+
+def scaling(
+    burns: Sequence[float], threads: int, seconds: float, repeats: int
+) -> list[dict[str, Any]]:
+    """Per step cost: median episodes/s of each arm over ``repeats``, the arms alternating (the
+    machine is shared: its load moves both arms alike)."""
+    servers = BurningServers(2)
+    rows = []
+    try:
+        for burn in burns:
+            tasks = burning_tasks(burn)
+            locals_, remotes = [], []
+            for _ in range(repeats):
+                locals_.append(
+                    episodes_per_second(lambda: gym.make(BURNING), tasks, threads, seconds)
+                )
+                pool = EnvServerPool(servers.urls)  # shared: sessions spread by load
+                remotes.append(
+                    episodes_per_second(lambda: RemoteEnv(pool), tasks, threads, seconds)  # noqa: B023
+                )
+            local, remote = statistics.median(locals_), statistics.median(remotes)
+            rows.append(
+                {"burn_ms": burn, "local_eps": local, "remote_eps": remote, "ratio": remote / local}
+            )
+            print(
+                f"  step burns {burn:5.2f} ms: in-process {local:8.1f} ep/s, "
+                f"2 servers {remote:8.1f} ep/s, {remote / local:5.2f}x",
+                flush=True,
+            )
+    finally:
+        servers.stop()
+    return rows
+
+
+def break_even(rows: list[dict[str, Any]]) -> float | None:
+    """The step cost (ms) at which remote starts to win, interpolated linearly."""
+    for below, above in itertools.pairwise(rows):
+        if below["ratio"] < 1 <= above["ratio"]:
+            span = above["ratio"] - below["ratio"]
+            share = (1 - below["ratio"]) / span
+            return below["burn_ms"] + share * (above["burn_ms"] - below["burn_ms"])
+    return rows[0]["burn_ms"] if rows and rows[0]["ratio"] >= 1 else None
+
+
+# ------------------------------------------------------------------ main
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer steps and sweep points")
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args(argv)
+    rounds, seconds, repeats = (2, 2.0, 1) if args.quick else (5, 3.0, 3)
+    burns = (0.0, 0.5, 1.0, 5.0) if args.quick else (0.0, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
+
+    print("1. added latency per step over loopback (median / p99 ms)")
+    latencies = [
+        latency("tool_envs/Calculator-v0", 40, rounds),
+        latency("tool_envs/TauRetail-v0", 20, rounds),
+    ]
+    print(f"{'env':26} {'steps':>6} {'in-process':>17} {'remote':>17} {'added':>17}")
+    for row in latencies:
+        print(
+            f"{row['env']:26} {row['steps']:6d} "
+            f"{row['local_median_ms']:8.3f} /{row['local_p99_ms']:7.3f} "
+            f"{row['remote_median_ms']:8.3f} /{row['remote_p99_ms']:7.3f} "
+            f"{row['added_median_ms']:8.3f} /{row['added_p99_ms']:7.3f}"
+        )
+    print("\n2. episodes/s, 8 threads: in-process vs 2 server processes (BurningEnv)")
+    sweep = scaling(burns, threads=8, seconds=seconds, repeats=repeats)
+    at_5 = next(r for r in sweep if r["burn_ms"] == 5.0)
+    even = break_even(sweep)
+    print(f"  break-even step cost: {'n/a' if even is None else f'{even:.2f} ms'}")
+    worst_added = max(r["added_median_ms"] for r in latencies)
+    print("\ngoals:")
+    print(
+        f"  added median latency {worst_added:.3f} ms <= {GOALS['added_median_ms']} ms: "
+        f"{'PASS' if worst_added <= GOALS['added_median_ms'] else 'FAIL'}"
+    )
+    print(
+        f"  scaling at 5 ms steps {at_5['ratio']:.2f}x >= {GOALS['scaling']}x: "
+        f"{'PASS' if at_5['ratio'] >= GOALS['scaling'] else 'FAIL'}"
+    )
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps({"latency": latencies, "scaling": sweep, "break_even_ms": even}, indent=1)
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,294 @@
+"""A served env as a ``gymnasium.Env`` like any other: :class:`RemoteEnv`."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+import json
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.error import InvalidAction, ResetNeeded
+
+from tool_envs.core.messages import Message
+from tool_envs.core.outcome import void_info
+from tool_envs.core.spaces import AssistantTurn, ChatMessages
+from tool_envs.errors import (
+    EnvConfigError,
+    MissingDependencyError,
+    RemoteEnvError,
+    TaskRowError,
+)
+from tool_envs.serve import protocol
+from tool_envs.serve.pool import EnvServerPool, websocket_url
+
+TOKEN_VARIABLE = "TOOL_ENVS_SERVE_TOKEN"
+
+# Errors a server-side env raised that mean the same here: the caller's mistake.
+_LOCAL_ERRORS: dict[str, type[Exception]] = {
+    "TaskRowError": TaskRowError,
+    "EnvConfigError": EnvConfigError,
+    "ResetNeeded": ResetNeeded,
+    "InvalidAction": InvalidAction,
+}
+
+
+class _ServerGone(Exception):
+    """The session's connection broke or the server did not answer in time."""
+
+
+class _ServerFull(Exception):
+    """The server answered CAPACITY_REACHED."""
+
+
+class RemoteEnv(gym.Env[list[Message], Any]):
+    """An env that runs on ``tool-envs serve`` servers (or any OpenEnv server of a tool_envs env).
+
+    ``reset``, ``step``, ``messages``, ``tools`` and every ``info`` key behave as the env's own
+    (see :class:`~tool_envs.core.ToolEnv`): the engines, ``gymnasium.utils`` and user code use it
+    unchanged. One session (one server-side env) is held from the first ``reset`` to ``close``
+    and reused across episodes; a reset after the session broke opens a new one on the least
+    loaded live server.
+
+    **Faults.** A server that is down or hangs mid-episode never raises out of ``step``: the turn
+    ends the episode ``truncated`` and void, ``reward_info["void_cause"] == "env_server"``, like
+    any infrastructure failure (:mod:`tool_envs.core.outcome`). ``reset`` tries each live server
+    once and raises :class:`~tool_envs.errors.EnvServerUnavailableError`, naming the URLs,
+    when none can take the session. Caller mistakes raise what the env raises in-process
+    (``TaskRowError``, ``EnvConfigError``, ``ResetNeeded``, ``InvalidAction``).
+
+    Args:
+        servers: A server URL, several (episodes go to the least loaded), or a shared
+            :class:`~tool_envs.serve.pool.EnvServerPool`.
+        token: Bearer token; default ``$TOOL_ENVS_SERVE_TOKEN``.
+        timeout: Seconds to wait for a step's answer before the server counts as hung (the
+            episode is void); the engines pass their ``step_timeout``.
+        reset_timeout: The same for a reset, which may start servers or sandboxes (an
+            in-process reset is not timed at all).
+        connect_timeout: Seconds for the WebSocket handshake before a server counts as dead.
+        max_message_bytes: Largest answer accepted.
+    """
+
+    metadata = {"render_modes": []}  # noqa: RUF012 - gymnasium's convention
+
+    def __init__(
+        self,
+        servers: str | Sequence[str] | EnvServerPool,
+        *,
+        token: str | None = None,
+        timeout: float | None = 600.0,
+        reset_timeout: float | None = 600.0,
+        connect_timeout: float = 10.0,
+        max_message_bytes: int = 64 * 2**20,
+    ):
+        try:
+            from websockets.sync.client import connect
+        except ImportError as exc:
+            raise MissingDependencyError("websockets", "serve", "RemoteEnv") from exc
+        import inspect
+
+        # websockets >= 17 warns unless a directly held connection is asked for by name.
+        legacy = {"legacy": True} if "legacy" in inspect.signature(connect).parameters else {}
+        self._connect_function = functools.partial(connect, **legacy)
+        self.pool = servers if isinstance(servers, EnvServerPool) else EnvServerPool(servers)
+        self.token = token if token is not None else os.environ.get(TOKEN_VARIABLE)
+        self.timeout = timeout
+        self.reset_timeout = reset_timeout
+        self.connect_timeout = connect_timeout
+        self.max_message_bytes = max_message_bytes
+        self.observation_space = ChatMessages()
+        self.action_space = AssistantTurn()
+        self.url: str | None = None  # the server of the current session
+        self._ws: Any = None
+        self._messages: list[Message] = []
+        self._tools: list[dict[str, Any]] = []
+        self._last_info: dict[str, Any] = {}
+        self._needs_reset = True
+
+    # ------------------------------------------------------------------ the env API
+
+    @property
+    def messages(self) -> list[Message]:
+        """The whole conversation so far (a copy)."""
+        return copy.deepcopy(self._messages)
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return copy.deepcopy(self._tools)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[list[Message], dict[str, Any]]:
+        super().reset(seed=seed)
+        self._needs_reset = True
+        data: dict[str, Any] = {"seed": seed}
+        if options is not None:
+            data["options"] = options
+        failures: dict[str, str] = {}
+        tried: set[str] = set()
+        while True:
+            if self._ws is None and not self._open_session(tried, failures):
+                raise self.pool.unavailable(failures)
+            url = self.url
+            try:
+                answer = self._request({"type": "reset", "data": data}, self.reset_timeout)
+                break
+            except (_ServerGone, _ServerFull) as exc:
+                failures[url or "?"] = str(exc)
+                self._drop_session()
+        observation = answer["observation"]
+        self._messages = copy.deepcopy(observation["messages"])
+        self._tools = observation["tools"] or []
+        self._last_info = observation["info"]
+        self._needs_reset = False
+        return observation["messages"], observation["info"]
+
+    def step(self, action: Any) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
+        if self._needs_reset:
+            raise ResetNeeded(
+                "step() was called before reset() or after the episode ended; call reset() first"
+            )
+        if isinstance(action, str):
+            data: dict[str, Any] = {"text": action}
+        elif isinstance(action, dict):
+            data = {"message": action}
+        else:
+            raise InvalidAction(
+                f"an action is the assistant's text (str) or message (dict), got "
+                f"{type(action).__name__}"
+            )
+        try:
+            answer = self._request({"type": "step", "data": data}, self.timeout)
+        except (_ServerGone, _ServerFull) as exc:
+            return self._void_turn(str(exc))
+        observation = answer["observation"]
+        if observation.get("assistant_message") is not None:
+            self._messages.append(observation["assistant_message"])
+        self._messages.extend(copy.deepcopy(observation["messages"]))
+        terminated, truncated = bool(observation["terminated"]), bool(observation["truncated"])
+        if terminated or truncated:
+            self._needs_reset = True
+        reward = float(answer.get("reward") or 0.0)
+        self._last_info = observation["info"]
+        return observation["messages"], reward, terminated, truncated, observation["info"]
+
+    def state(self) -> dict[str, Any]:
+        """The server's view of the session (OpenEnv's ``state``): episode id, step count,
+        the whole conversation and the tools."""
+        if self._ws is None:
+            raise ResetNeeded("no session is open; call reset() first")
+        try:
+            return self._request({"type": "state"}, self.timeout)
+        except (_ServerGone, _ServerFull) as exc:
+            self._drop_session()
+            raise RemoteEnvError(str(exc), code="SESSION_ERROR") from exc
+
+    def close(self) -> None:
+        """Close the session: its env on the server is released at once."""
+        ws = self._ws
+        if ws is not None:
+            # Already broken: the server released the env when the connection broke.
+            with contextlib.suppress(Exception):
+                ws.send(protocol.dumps({"type": "close"}))
+        self._drop_session()
+        self._needs_reset = True
+
+    # ------------------------------------------------------------------ the session
+
+    def _open_session(self, tried: set[str], failures: dict[str, str]) -> bool:
+        """Connect to the least loaded live server not tried yet; False when none is left."""
+        while True:
+            url = self.pool.acquire(skip=tried)
+            if url is None:
+                return False
+            tried.add(url)
+            headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
+            try:
+                self._ws = self._connect_function(
+                    websocket_url(url),
+                    open_timeout=self.connect_timeout,
+                    close_timeout=1.0,
+                    max_size=self.max_message_bytes,
+                    compression=None,
+                    proxy=None,
+                    additional_headers=headers,
+                )
+            except Exception as exc:
+                self.pool.release(url)
+                why = f"cannot connect ({type(exc).__name__}: {exc})"
+                failures[url] = why
+                if "401" in str(exc) or "403" in str(exc):
+                    failures[url] = f"refused the bearer token ({exc})"
+                else:
+                    self.pool.mark_dead(url, why)
+                continue
+            self.url = url
+            return True
+
+    def _request(self, message: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        """Send one frame and read its answer's ``data``; error frames raise."""
+        from websockets.exceptions import WebSocketException
+
+        try:
+            # A refused session (full server) gets an error frame, then the server closes: if
+            # the close beat this send, the frame is still there to read.
+            with contextlib.suppress(WebSocketException):
+                self._ws.send(protocol.dumps(message))
+            raw = self._ws.recv(timeout=timeout)
+        except TimeoutError as exc:
+            url = self.url
+            self._drop_session()
+            what = message["type"]
+            raise _ServerGone(f"{url} did not answer a {what} within {timeout} s") from exc
+        except (WebSocketException, OSError) as exc:
+            url = self.url
+            self._drop_session()
+            raise _ServerGone(f"{url} dropped the session ({type(exc).__name__}: {exc})") from exc
+        reply = json.loads(raw)
+        if reply.get("type") == "error":
+            error = reply.get("data") or {}
+            code = str(error.get("code"))
+            text = str(error.get("message"))
+            if code == protocol.CAPACITY_REACHED:
+                raise _ServerFull(f"{self.url} is full ({text})")
+            if code == protocol.FACTORY_ERROR:
+                raise RemoteEnvError(f"{self.url}: {text}", code=code)
+            local = _LOCAL_ERRORS.get(str(error.get("exception")))
+            if local is not None:
+                detail = text.split(": ", 1)[-1] if text.startswith(error["exception"]) else text
+                raise local(detail)
+            raise RemoteEnvError(
+                f"{self.url} answered {code}: {text}", code=code, exception=error.get("exception")
+            )
+        return reply["data"]
+
+    def _drop_session(self) -> None:
+        ws, url = self._ws, self.url
+        self._ws, self.url = None, None
+        if url is not None:
+            self.pool.release(url)
+        if ws is not None:
+            # A hung peer would hold close() for close_timeout: do it off this thread.
+            threading.Thread(target=_close_quietly, args=(ws,), daemon=True).start()
+
+    def _void_turn(self, detail: str) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
+        self._needs_reset = True
+        # As an in-process void turn: rolled back, so turn and stats are the last answer's.
+        info = {
+            "turn": self._last_info.get("turn", 0),
+            "tool_calls": [],
+            "parse_error": None,
+            "tool_errors": [],
+            "stats": copy.deepcopy(self._last_info.get("stats", {})),
+            "reward_info": void_info("env_server", detail),
+        }
+        return [], 0.0, False, True, info
+
+
+def _close_quietly(ws: Any) -> None:
+    with contextlib.suppress(Exception):  # the peer is gone; nothing is left to release
+        ws.close()

@@ -1,0 +1,87 @@
+"""Which env server takes the next session: the least loaded live one.
+
+Load is the number of sessions this process holds on each server. A server that refuses a
+connection or does not finish the WebSocket handshake in time is marked dead and never tried
+again by this pool: a training run does not wait on a dead peer over and over. A full server
+(``CAPACITY_REACHED``) is skipped for that session only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterable, Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+from tool_envs.errors import EnvServerUnavailableError
+
+_TIE_BREAK = itertools.count()
+
+
+def normalise_url(url: str) -> str:
+    """``http://host:port`` for any of ``host:port``, ``ws://host:port/ws``, ``http://...``."""
+    if "://" not in url:
+        url = f"http://{url}"
+    parts = urlsplit(url)
+    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
+    if scheme not in ("http", "https") or not parts.hostname or parts.port is None:
+        raise ValueError(
+            f"an env server URL looks like http://127.0.0.1:8000 (with a port), got {url!r}"
+        )
+    path = parts.path.rstrip("/")
+    if path.endswith("/ws"):
+        path = path[: -len("/ws")]
+    return urlunsplit((scheme, parts.netloc, path, "", ""))
+
+
+def websocket_url(url: str) -> str:
+    parts = urlsplit(url)
+    scheme = "wss" if parts.scheme == "https" else "ws"
+    return urlunsplit((scheme, parts.netloc, f"{parts.path}/ws", "", ""))
+
+
+class EnvServerPool:
+    """The servers of one env id and the sessions this process holds on each.
+
+    Args:
+        urls: One URL or several (``http://127.0.0.1:8000``; ``ws://`` and a ``/ws`` suffix are
+            accepted).
+    """
+
+    def __init__(self, urls: str | Sequence[str]):
+        listed = [urls] if isinstance(urls, str) else list(urls)
+        if not listed:
+            raise ValueError("an env server pool needs at least one URL")
+        self.urls = list(dict.fromkeys(normalise_url(u) for u in listed))
+        self.load = dict.fromkeys(self.urls, 0)
+        self.dead: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def acquire(self, skip: Iterable[str] = ()) -> str | None:
+        """Take a session slot on the least loaded live server not in ``skip``; None when there
+        is none. Ties go round the list, so envs with pools of their own spread too."""
+        skip = set(skip)
+        with self._lock:
+            live = [u for u in self.urls if u not in self.dead and u not in skip]
+            if not live:
+                return None
+            turn = next(_TIE_BREAK)
+            least = min(self.load[u] for u in live)
+            tied = [u for u in live if self.load[u] == least]
+            url = tied[turn % len(tied)]
+            self.load[url] += 1
+            return url
+
+    def release(self, url: str) -> None:
+        with self._lock:
+            self.load[url] = max(0, self.load[url] - 1)
+
+    def mark_dead(self, url: str, why: str) -> None:
+        with self._lock:
+            self.dead[url] = why
+
+    def unavailable(self, failures: dict[str, str]) -> EnvServerUnavailableError:
+        """The error for "no server could take the session", naming every URL."""
+        with self._lock:
+            reasons = {u: failures.get(u) or self.dead.get(u) or "not tried" for u in self.urls}
+        return EnvServerUnavailableError(reasons)

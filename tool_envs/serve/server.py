@@ -1,0 +1,588 @@
+"""``tool-envs serve``: any registered env behind OpenEnv's wire protocol (see :mod:`.protocol`).
+
+One WebSocket connection on ``/ws`` is one session with its own env, made with
+``gymnasium.make(env_id, **env_kwargs)`` when the connection opens and closed when it ends: a
+``close`` frame, a disconnect, an idle timeout, or the server shutting down. Each session's env
+calls run in the session's own thread, never on the event loop, so a slow step (a sandbox, a
+simulated user's API) stalls no other session and the loop keeps answering pings.
+
+What keeps a server standing:
+
+* ``max_sessions``: a full server answers a new connection with OpenEnv's ``CAPACITY_REACHED``
+  error frame and closes it; the open sessions are untouched;
+* ``session_timeout``: a session that sends nothing for that long is closed and its env
+  released (a client that vanished without closing its socket; WebSocket pings catch dead
+  peers sooner);
+* ``max_message_bytes``: a larger frame closes that connection with code 1009;
+* every malformed, unknown or out-of-order frame gets an error frame and the session goes on;
+  an exception in the env becomes an ``EXECUTION_ERROR`` naming the exception;
+* a session holds only its own env: no frame names another session;
+* binds 127.0.0.1 by default; another interface needs a bearer token (``token``), checked on
+  every route but ``/health``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import ipaddress
+import json
+import logging
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+from pydantic import ValidationError
+
+from tool_envs.errors import EnvConfigError, MissingDependencyError
+from tool_envs.serve import protocol
+from tool_envs.serve.protocol import Action, Observation, ResetData
+
+logger = logging.getLogger(__name__)
+
+TOKEN_VARIABLE = "TOOL_ENVS_SERVE_TOKEN"
+"""Environment variable with the bearer token (server and client), kept out of ``ps``."""
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """What ``tool-envs serve`` serves and how.
+
+    Attributes:
+        env_id: Registered env id, e.g. ``tool_envs/TauRetail-v0``.
+        env_kwargs: ``gymnasium.make`` arguments of every session's env (e.g.
+            ``{"user": "scripted"}``, ``{"max_episode_steps": 20}``). Clients cannot change them.
+        host: Interface to bind; anything but a loopback address needs ``token``.
+        port: TCP port; 0 picks a free one (the server prints its URL).
+        max_sessions: Sessions (envs) at once; the next connection gets ``CAPACITY_REACHED``.
+        session_timeout: Seconds a session may stay silent before it is closed.
+        max_message_bytes: Largest frame accepted.
+        token: Bearer token clients must send (``Authorization: Bearer <token>``).
+    """
+
+    env_id: str
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    host: str = "127.0.0.1"
+    port: int = 0
+    max_sessions: int = 64
+    session_timeout: float = 600.0
+    max_message_bytes: int = 16 * 2**20
+    token: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_sessions < 1:
+            raise EnvConfigError(f"max_sessions must be >= 1, got {self.max_sessions}")
+        if self.session_timeout <= 0:
+            raise EnvConfigError(f"session_timeout must be > 0 s, got {self.session_timeout}")
+        if self.max_message_bytes < 1024:
+            raise EnvConfigError(f"max_message_bytes must be >= 1024, got {self.max_message_bytes}")
+        if not is_loopback(self.host) and not self.token:
+            raise EnvConfigError(
+                f"serving on {self.host!r} (not a loopback address) needs a bearer token: set "
+                f"${TOKEN_VARIABLE} or pass --token, and give clients the same token"
+            )
+        import tool_envs
+        from tool_envs.registration import resolve_env_id
+
+        tool_envs.register_envs()
+        resolve_env_id(self.env_id)  # imports a ``module:EnvId``'s module; names close ids
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class CapacityError(Exception):
+    def __init__(self, active: int, limit: int):
+        self.active, self.limit = active, limit
+        super().__init__(
+            f"Server at capacity: {active}/{limit} sessions active. Cannot accept new connections."
+        )
+
+
+class Session:
+    """One client's env and the thread its calls run in."""
+
+    def __init__(self, config: ServeConfig):
+        self.id = uuid.uuid4().hex
+        self.config = config
+        self.env: gym.Env | None = None
+        self.episode_id: str | None = None
+        self.steps = 0
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tool-envs-session")
+
+    async def call(self, function: Any, *args: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, function, *args)
+
+    def make_env(self) -> None:
+        self.env = gym.make(self.config.env_id, **dict(self.config.env_kwargs))
+
+    def reset(self, data: ResetData) -> dict[str, Any]:
+        env = self._env()
+        observation, info = env.reset(seed=data.seed, options=data.options)
+        self.episode_id = data.episode_id or uuid.uuid4().hex
+        self.steps = 0
+        return protocol.result(
+            protocol.observation(observation, tools=env.unwrapped.tools, info=info), None, False
+        )
+
+    def step(self, action: Action) -> dict[str, Any]:
+        env = self._env()
+        unwrapped = env.unwrapped
+        before = unwrapped.message_count
+        observation, reward, terminated, truncated, info = env.step(action.value)
+        self.steps += 1
+        recorded = unwrapped.messages_since(before)
+        # The env's conversation grew by [assistant message, *observation], or not at all
+        # (a void turn is rolled back).
+        assistant = recorded[0] if len(recorded) > len(observation) else None
+        return protocol.result(
+            protocol.observation(
+                observation,
+                assistant_message=assistant,
+                terminated=bool(terminated),
+                truncated=bool(truncated),
+                info=info,
+            ),
+            float(reward),
+            bool(terminated or truncated),
+        )
+
+    def state(self) -> dict[str, Any]:
+        unwrapped = self._env().unwrapped
+        return protocol.State(
+            episode_id=self.episode_id,
+            step_count=self.steps,
+            env_id=self.config.env_id,
+            messages=unwrapped.messages,
+            tools=unwrapped.tools,
+        ).model_dump()
+
+    def close(self) -> None:
+        """Close the env (in the session's thread, after any step still running) and let the
+        thread end."""
+
+        def close_env() -> None:
+            if self.env is not None:
+                try:
+                    self.env.close()
+                except Exception:  # a broken env is discarded either way
+                    logger.exception("closing the env of session %s failed", self.id)
+                self.env = None
+
+        try:
+            self._executor.submit(close_env)
+        except RuntimeError:  # already shut down
+            return
+        self._executor.shutdown(wait=False)
+
+    def _env(self) -> gym.Env:
+        if self.env is None:
+            raise RuntimeError("the session's env is closed")
+        return self.env
+
+
+class SessionManager:
+    """The open sessions of one server, bounded by ``max_sessions``."""
+
+    def __init__(self, config: ServeConfig):
+        self.config = config
+        self.sessions: dict[str, Session] = {}
+        self.opened = 0
+        self._lock = threading.Lock()
+
+    @property
+    def active(self) -> int:
+        return len(self.sessions)
+
+    async def open(self) -> Session:
+        with self._lock:
+            if len(self.sessions) >= self.config.max_sessions:
+                raise CapacityError(len(self.sessions), self.config.max_sessions)
+            session = Session(self.config)
+            self.sessions[session.id] = session  # the slot is taken while the env is made
+            self.opened += 1
+        try:
+            await session.call(session.make_env)
+        except BaseException:
+            self.close(session)
+            raise
+        return session
+
+    def close(self, session: Session) -> None:
+        with self._lock:
+            self.sessions.pop(session.id, None)
+        session.close()
+
+    def close_all(self) -> None:
+        for session in list(self.sessions.values()):
+            self.close(session)
+
+
+_ACTIONS = {"reset", "step", "state"}
+
+
+def _exception_data(exc: BaseException) -> dict[str, Any]:
+    return {"exception": type(exc).__name__}
+
+
+async def handle_frame(session: Session, raw: str) -> tuple[str | None, bool]:
+    """The reply to one client frame, and whether the session should end."""
+    try:
+        message = json.loads(raw)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        return protocol.error_frame(protocol.INVALID_JSON, f"Invalid JSON: {exc}"), False
+    if not isinstance(message, dict):
+        return protocol.error_frame(
+            protocol.VALIDATION_ERROR, f"a frame is a JSON object, got {type(message).__name__}"
+        ), False
+    kind = message.get("type")
+    if kind == "close":
+        return None, True
+    if kind not in _ACTIONS:
+        return protocol.error_frame(
+            protocol.UNKNOWN_TYPE,
+            f"Unknown message type: {kind!r}; expected one of {list(protocol.MESSAGE_TYPES)}",
+        ), False
+    extra = sorted(set(message) - {"type", "data"})
+    if extra:
+        return protocol.error_frame(
+            protocol.VALIDATION_ERROR, f"unknown fields {extra} in a {kind!r} frame"
+        ), False
+    data = message.get("data", {})
+    try:
+        if kind == "reset":
+            parsed = ResetData.model_validate(data if data is not None else {})
+            return protocol.frame("observation", await session.call(session.reset, parsed)), False
+        if kind == "step":
+            action = protocol.parse_action(data)
+            if session.env is not None and session.episode_id is None:
+                return protocol.error_frame(
+                    protocol.SESSION_ERROR,
+                    "step before reset: send a 'reset' frame first",
+                    exception="ResetNeeded",
+                ), False
+            return protocol.frame("observation", await session.call(session.step, action)), False
+        return protocol.frame("state", await session.call(session.state)), False
+    except ValidationError as exc:
+        return protocol.error_frame(
+            protocol.VALIDATION_ERROR,
+            "Invalid message",
+            errors=json.loads(exc.json(include_url=False, include_input=False)),
+        ), False
+    except Exception as exc:
+        return protocol.error_frame(
+            protocol.EXECUTION_ERROR, f"{type(exc).__name__}: {exc}", **_exception_data(exc)
+        ), False
+
+
+def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any:
+    """The ASGI app (Starlette) serving ``config.env_id``."""
+    try:
+        from starlette.applications import Starlette
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route, WebSocketRoute
+        from starlette.websockets import WebSocket, WebSocketDisconnect
+    except ImportError as exc:
+        raise MissingDependencyError("starlette", "serve", "tool-envs serve") from exc
+
+    import tool_envs
+
+    manager = manager or SessionManager(config)
+    env_name = config.env_id.rsplit("/", 1)[-1]
+    tasks = _TaskSets(config)
+
+    def authorized(headers: Mapping[str, str]) -> bool:
+        if not config.token:
+            return True
+        scheme, _, given = headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(given, config.token)
+
+    def unauthorized() -> JSONResponse:
+        return JSONResponse({"detail": "missing or wrong bearer token"}, status_code=401)
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse(
+            {
+                "status": "healthy",
+                "active_sessions": manager.active,
+                "max_sessions": config.max_sessions,
+            }
+        )
+
+    async def metadata(request: Request) -> JSONResponse:
+        if not authorized(request.headers):
+            return unauthorized()
+        description = tool_envs.list_envs().get(config.env_id, "a tool_envs environment")
+        return JSONResponse(
+            protocol.Metadata(
+                name=config.env_id, description=description, version=tool_envs.__version__
+            ).model_dump()
+        )
+
+    async def schema(request: Request) -> JSONResponse:
+        if not authorized(request.headers):
+            return unauthorized()
+        return JSONResponse(
+            {
+                "action": Action.model_json_schema(),
+                "observation": Observation.model_json_schema(),
+                "state": protocol.State.model_json_schema(),
+            }
+        )
+
+    async def task_api(request: Request) -> JSONResponse:
+        if not authorized(request.headers):
+            return unauthorized()
+        if request.path_params["env_name"].lower() != env_name.lower():
+            return JSONResponse({"detail": "unknown environment"}, status_code=404)
+        action = request.path_params["action"]
+        body: dict[str, Any] = {}
+        if request.method == "POST":
+            try:
+                body = await request.json()
+            except ValueError:
+                return JSONResponse({"detail": "the body is not JSON"}, status_code=400)
+            if not isinstance(body, dict):
+                return JSONResponse({"detail": "the body is a JSON object"}, status_code=400)
+        splits = await asyncio.to_thread(tasks.splits)
+        if action == "splits":
+            return JSONResponse([_split_entry(name) for name in splits])
+        rows = splits.get(str(body.get("split")))
+        if rows is None:
+            return JSONResponse(
+                {"detail": f"unknown split {body.get('split')!r}; splits: {sorted(splits)}"},
+                status_code=400,
+            )
+        if action == "num_tasks":
+            return JSONResponse({"num_tasks": len(rows)})
+        if action == "tasks":
+            return JSONResponse({"tasks": rows, "env_name": env_name})
+        if action == "task":
+            index = body.get("index")
+            if not isinstance(index, int) or not 0 <= index < len(rows):
+                return JSONResponse({"detail": "Invalid task index"}, status_code=400)
+            return JSONResponse({"task": rows[index]})
+        return JSONResponse({"detail": f"unknown task route {action!r}"}, status_code=404)
+
+    async def list_environments(request: Request) -> JSONResponse:
+        return JSONResponse([env_name])
+
+    async def session_socket(websocket: WebSocket) -> None:
+        if not authorized(websocket.headers):
+            await websocket.close(code=1008, reason="missing or wrong bearer token")
+            return
+        await websocket.accept()
+        try:
+            session = await manager.open()
+        except CapacityError as exc:
+            await _send_last(
+                websocket,
+                protocol.error_frame(
+                    protocol.CAPACITY_REACHED,
+                    str(exc),
+                    active_sessions=exc.active,
+                    max_sessions=exc.limit,
+                ),
+            )
+            return
+        except Exception as exc:
+            await _send_last(
+                websocket,
+                protocol.error_frame(
+                    protocol.FACTORY_ERROR,
+                    f"could not make {config.env_id}: {type(exc).__name__}: {exc}",
+                    factory_name=config.env_id,
+                ),
+            )
+            return
+        try:
+            while True:
+                try:
+                    message = await asyncio.wait_for(websocket.receive(), config.session_timeout)
+                except asyncio.TimeoutError:
+                    await websocket.close(code=1001, reason="session idle past its timeout")
+                    break
+                if message["type"] == "websocket.disconnect":
+                    break
+                raw = message.get("text")
+                if raw is None:
+                    raw_bytes = message.get("bytes") or b""
+                    try:
+                        raw = raw_bytes.decode()
+                    except UnicodeDecodeError:
+                        await websocket.send_text(
+                            protocol.error_frame(protocol.INVALID_JSON, "a frame is UTF-8 JSON")
+                        )
+                        continue
+                reply, end = await handle_frame(session, raw)
+                if end:
+                    with contextlib.suppress(Exception):
+                        await websocket.close()
+                    break
+                await websocket.send_text(reply)  # type: ignore[arg-type]
+        except (WebSocketDisconnect, RuntimeError, OSError):
+            pass
+        finally:
+            manager.close(session)
+
+    routes = [
+        Route("/health", health),
+        Route("/metadata", metadata),
+        Route("/schema", schema),
+        Route("/list_environments", list_environments),
+        Route("/{env_name}/{action}", task_api, methods=["GET", "POST"]),
+        WebSocketRoute("/ws", session_socket),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any):
+        yield
+        manager.close_all()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.manager = manager
+    return app
+
+
+async def _send_last(websocket: Any, text: str) -> None:
+    with contextlib.suppress(Exception):
+        await websocket.send_text(text)
+        await websocket.close()
+
+
+def _split_entry(name: str) -> dict[str, str]:
+    return {"name": name, "type": name if name in {"train", "validation", "test"} else "validation"}
+
+
+class _TaskSets:
+    """The env's own task splits, read once from a probe env (OpenEnv's task endpoints)."""
+
+    def __init__(self, config: ServeConfig):
+        self.config = config
+        self._splits: dict[str, list[dict[str, Any]]] | None = None
+        self._lock = threading.Lock()
+
+    def splits(self) -> dict[str, list[dict[str, Any]]]:
+        with self._lock:
+            if self._splits is None:
+                env = gym.make(self.config.env_id, **dict(self.config.env_kwargs))
+                try:
+                    splits = env.unwrapped.task_splits()
+                    self._splits = {
+                        name: json.loads(protocol.dumps(list(rows)))
+                        for name, rows in splits.items()
+                    }
+                finally:
+                    env.close()
+            return self._splits
+
+
+class EnvServer:
+    """A running server (uvicorn in a thread of this process); for tests and benchmarks.
+
+    ``tool-envs serve`` runs the same app in its own process (:func:`serve`).
+    """
+
+    def __init__(self, config: ServeConfig):
+        import uvicorn
+
+        self.config = config
+        self.manager = SessionManager(config)
+        self.app = build_app(config, self.manager)
+        self._socket = bind_socket(config.host, config.port)
+        self.port = self._socket.getsockname()[1]
+        self.url = f"http://{_url_host(config.host)}:{self.port}"
+        self._server = uvicorn.Server(_uvicorn_config(self.app, config))
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
+        )
+
+    def start(self) -> EnvServer:
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the env server for {self.config.env_id} did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=30)
+        self.manager.close_all()
+        self._socket.close()
+
+    def __enter__(self) -> EnvServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)  # connections queue from here on, while uvicorn starts
+    sock.set_inheritable(True)
+    return sock
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _uvicorn_config(app: Any, config: ServeConfig) -> Any:
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        log_level="warning",
+        ws="websockets-sansio",
+        ws_max_size=config.max_message_bytes,
+        ws_per_message_deflate=False,  # loopback and LAN: compression costs more than it saves
+        ws_ping_interval=20.0,
+        ws_ping_timeout=20.0,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+    )
+
+
+def serve(config: ServeConfig) -> None:
+    """Serve until interrupted (SIGINT / SIGTERM close every session's env)."""
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise MissingDependencyError("uvicorn", "serve", "tool-envs serve") from exc
+    # A bad --env-kwargs fails here, once, rather than in every session.
+    gym.make(config.env_id, **dict(config.env_kwargs)).close()
+    manager = SessionManager(config)
+    app = build_app(config, manager)
+    sock = bind_socket(config.host, config.port)
+    port = sock.getsockname()[1]
+    print(
+        f"serving {config.env_id} on http://{_url_host(config.host)}:{port} "
+        f"(ws /ws, max {config.max_sessions} sessions)",
+        flush=True,
+    )
+    try:
+        uvicorn.Server(_uvicorn_config(app, config)).run(sockets=[sock])
+    finally:
+        manager.close_all()
+        sock.close()
