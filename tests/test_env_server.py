@@ -257,3 +257,45 @@ def check_eval_remote_vs_local(tmp_path, chat, calculator_server):
         )
 
     assert conversations("remote") == conversations("local")
+
+
+def test_sessions_are_apart_and_a_served_sandbox_is_as_strict_as_in_process():
+    """Two sessions of one server each see only their own conversation, and code run in a
+    served CodeExec sandbox sees what it sees in-process (the same files closed, the same user,
+    the same network), since the server runs the same env with the same isolation."""
+    from test_code_env import ADD, SQUARE, call
+
+    from tool_envs.code.sandbox import detect_isolation
+
+    repo_file = str(tool_envs.__file__)
+    probe = (
+        "import os, socket\n"
+        "def can_read(path):\n"
+        "    try:\n        open(path).close(); return True\n"
+        "    except OSError:\n        return False\n"
+        f"print('project file readable:', can_read({repo_file!r}))\n"
+        "print('root:', os.getuid() == 0, 'cwd in a job folder:', '/job' in os.getcwd())\n"
+        "try:\n"
+        "    socket.create_connection(('127.0.0.1', 9), timeout=2); print('network: open')\n"
+        "except OSError as error:\n"
+        "    print('network:', type(error).__name__)\n"
+    )
+    local = gym.make("tool_envs/CodeExec-v0", tasks=[ADD])
+    local.reset(options={"task": ADD})
+    expected = local.step(call("code_exec", probe))[0][0]["content"]
+    local.close()
+    assert "project file readable" in expected
+    with ServerProcess("tool_envs/CodeExec-v0") as server:
+        first, second = RemoteEnv(server.url), RemoteEnv(server.url)
+        first.reset(options={"task": ADD})
+        second.reset(options={"task": SQUARE})
+        served = first.step(call("code_exec", probe))[0][0]["content"]
+        second.step(call("code_exec", "print('second session')"))
+        assert served == expected, (detect_isolation().level, served, expected)
+        mine = " ".join(str(m.get("content")) for m in first.messages)
+        theirs = " ".join(str(m.get("content")) for m in second.messages)
+        assert "second session" not in mine and "project file readable" not in theirs
+        assert ADD["prompt"][-1]["content"] in mine and SQUARE["prompt"][-1]["content"] in theirs
+        assert ADD["prompt"][-1]["content"] not in theirs
+        first.close()
+        second.close()
