@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,10 +16,6 @@ from typing import Any
 import gymnasium as gym
 
 from tool_envs.errors import UnknownEnvError
-
-ENV_ID_FORM = re.compile(r"^(?:[\w.]+:)?[\w.-]+/[\w.-]+-v\d+$")
-"""What an env id looks like: ``namespace/Name-vN``, or Gymnasium's ``module:namespace/Name-vN``
-(import ``module`` first: it registers the env). A source of this form is an env, not a dataset."""
 
 
 @dataclass(frozen=True)
@@ -185,7 +180,9 @@ def env_id_of_source(source: str) -> str | None:
         UnknownEnvError: the source has an env id's form but no such env is registered, so a
             typo says "did you mean" instead of failing to reach the Hub.
     """
-    if Path(source).expanduser().exists() or not ENV_ID_FORM.match(source):
+    from tool_envs.data.schema import ENV_ID_PATTERN  # not at import: registry stays light
+
+    if Path(source).expanduser().exists() or not ENV_ID_PATTERN.match(source):
         return None
     return resolve_env_id(source)
 

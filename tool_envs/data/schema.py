@@ -37,7 +37,9 @@ __all__ = ["ChatMessage", "TaskRow", "encode_row", "validate_row"]
 ENV_ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]+/[A-Za-z0-9_.:-]+-v\d+$")
 """``namespace/Name-vN``: the gymnasium id form with both a namespace and a version."""
 
-ENV_ID_FORM = "namespace/Name-vN, e.g. 'tool_envs/Calculator-v0'"
+ENV_ID_FORM = (
+    "namespace/Name-vN, e.g. 'tool_envs/Calculator-v0', or Gymnasium's module:namespace/Name-vN"
+)
 
 # Keys that verl / SkyRL rows carry at top level. They are moved into extra_info so that no
 # information is lost and the normalised row still has exactly four keys.
