@@ -57,7 +57,7 @@ demo: $(VENV)/.installed-train
 
 test: $(VENV)/.installed $(OPENENV_VENV)/.installed
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 test-fast: $(VENV)/.installed
 	$(BIN)/ruff check .
