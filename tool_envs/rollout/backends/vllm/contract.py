@@ -39,6 +39,7 @@ def check_logprobs_mode(mode: Any, where: str) -> None:
 
 
 def check_request(prompts: Sequence[Sequence[int]], max_tokens: Sequence[int]) -> None:
+    """Refuse a call without one ``max_tokens >= 0`` per prompt (a caller bug, not the engine's)."""
     if len(prompts) != len(max_tokens):
         raise ValueError(
             f"got {len(prompts)} prompts but {len(max_tokens)} max_tokens; pass one per prompt"
