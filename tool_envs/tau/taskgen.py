@@ -1,13 +1,31 @@
-"""Pieces every tau task generator shares."""
+"""From a domain's task categories to its task splits, the same way for every domain.
+
+A domain declares a :class:`TaskSource` (its categories and their weights, the context they draw
+from, how a draft is finished); :meth:`TaskSource.generate` deals the categories into splits,
+replays every candidate's gold calls on a fresh database and keeps only those that succeed.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
 
+from tool_envs.tau.db import BaseTables, Database, Tables
+from tool_envs.tau.drafts import Action, Finished
 from tool_envs.tau.task import tau_task_row
+from tool_envs.tau.tools import DatabaseTools
+
+__all__ = [
+    "Finished",
+    "TaskContext",
+    "TaskSource",
+    "category_quotas",
+    "generate_task_rows",
+]
 
 
 def category_quotas(weights: Mapping[str, float], size: int) -> dict[str, int]:
@@ -22,10 +40,6 @@ def category_quotas(weights: Mapping[str, float], size: int) -> dict[str, int]:
     for category in by_remainder[: size - sum(counts.values())]:
         counts[category] += 1
     return counts
-
-
-Finished = tuple[dict[str, Any], list[dict[str, Any]], list[str], list[str]]
-"""A drawn task: (user scenario, gold actions, required outputs, tags)."""
 
 
 def generate_task_rows(
@@ -86,3 +100,117 @@ def generate_task_rows(
             for number, (category, (scenario, actions, outputs, tags)) in enumerate(drafts)
         ]
     return splits
+
+
+class TaskContext:
+    """The database a domain's categories draw from, and a replay of gold calls on it.
+
+    Subclasses set ``tools`` (and ``user_tools`` for dual control) and add their own indexes;
+    one context serves a whole generation.
+    """
+
+    tools_class: ClassVar[type[DatabaseTools]]
+    user_tools_class: ClassVar[type[DatabaseTools] | None] = None
+    writes_must_change: ClassVar[frozenset[str]] = frozenset()
+    """Write tools whose gold call must change the database (else the task is rejected)."""
+
+    def __init__(self, tables: Tables):
+        self.tables = tables
+        self.base = BaseTables(tables)
+        self.tools = self.tools_class(Database(self.base))
+        self.user_tools = self.user_tools_class() if self.user_tools_class else None
+
+    def replay(self, actions: list[Action]) -> list[str] | None:
+        """Each action's result, run in order on a fresh database; None if one fails.
+
+        The tool methods are called directly on JSON-decoded arguments (the env's toolset adds
+        schema checks; the tests replay every task through the env itself).
+        """
+        db = Database(self.base)
+        self.tools.db = db
+        if self.user_tools is not None:
+            self.user_tools.db = db
+        results = []
+        for action in actions:
+            user = action.get("requestor") == "user"
+            tools = self.user_tools if user and self.user_tools else self.tools
+            before = db.hash() if action["name"] in self.writes_must_change else None
+            try:
+                arguments = json.loads(json.dumps(action["arguments"]))
+                results.append(getattr(tools, action["name"])(**arguments))
+            except ValueError:
+                return None
+            if before is not None and db.hash() == before:
+                return None
+        return results
+
+    def accept(self, actions: list[Action], outputs: list[str]) -> list[str] | None:
+        """The task's final outputs if its gold replays, else None (override to fill ids in)."""
+        return outputs if self.replay(actions) is not None else None
+
+
+C = TypeVar("C", bound=TaskContext)
+
+
+@dataclass(frozen=True, eq=False)
+class TaskSource(Generic[C]):
+    """A domain's task generator: categories drawn in fixed shares, finished, replayed.
+
+    Attributes:
+        domain: The domain's short name (row ids are ``<domain>-<split>-<number>``).
+        env_id: The env id the rows name.
+        policy: The policy text (the rows' system prompt).
+        context: Builds the generation context from the domain's tables.
+        load_tables: The domain's tables.
+        weights: Share of each category in a split (normalised).
+        categories: ``category -> draw(rng, ctx)``, a draft or None to draw again.
+        finish: ``(rng, ctx, draft, category)`` to a finished task, or None to draw again.
+        sizes: Default split sizes.
+        attempts_per_task: Draws allowed per task before a category is declared impossible.
+    """
+
+    domain: str
+    env_id: str
+    policy: str
+    context: Callable[[Tables], C]
+    load_tables: Callable[[], Tables]
+    weights: Mapping[str, float]
+    categories: Mapping[str, Callable[[random.Random, C], Any]]
+    finish: Callable[[random.Random, C, Any, str], Finished | None]
+    sizes: Mapping[str, int] = field(default_factory=lambda: {"train": 600, "test": 120})
+    attempts_per_task: int = 200
+
+    def generate(
+        self, sizes: Mapping[str, int] | None = None, seed: int = 0
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Task rows per split (default :attr:`sizes`); no task is in two splits.
+
+        Each split holds every category in the proportions of :attr:`weights`; the rows of a
+        split are shuffled; a task's ``extra_info`` names its ``category`` and ``tags``.
+        """
+        ctx = self.context(self.load_tables())
+
+        def draw(rng: random.Random, category: str) -> Finished | None:
+            draft = self.categories[category](rng, ctx)
+            return None if draft is None else self.finish(rng, ctx, draft, category)
+
+        return generate_task_rows(
+            sizes=dict(sizes or self.sizes),
+            seed=seed,
+            weights=self.weights,
+            draw=draw,
+            accept=ctx.accept,
+            env_id=self.env_id,
+            domain=self.domain,
+            policy=self.policy,
+            attempts_per_task=self.attempts_per_task,
+        )
+
+    def default_splits(self) -> dict[str, list[dict[str, Any]]]:
+        """The task set shipped with the env, generated once per process."""
+        return _default_splits(self)
+
+
+@functools.cache
+def _default_splits(source: TaskSource) -> dict[str, list[dict[str, Any]]]:
+    return source.generate()
