@@ -13,15 +13,11 @@ generated from a seed) with its 14 tools, its policy and a seeded task set. The 
 
 from __future__ import annotations
 
-from importlib.resources import files
-
 from tool_envs.tau.domain import Domain
 from tool_envs.tau.domains.airline.data import load_tables
-from tool_envs.tau.domains.airline.tasks import default_splits
+from tool_envs.tau.domains.airline.tasks import ENV_ID, POLICY, default_splits
 from tool_envs.tau.domains.airline.tools import AirlineTools
 from tool_envs.tau.env import TauEnv
-
-POLICY = files(__name__).joinpath("policy.md").read_text(encoding="utf-8")
 
 USER_KEYWORDS: dict[str, tuple[str, ...]] = {
     "reservation_ids": ("reservation id", "reservation number", "confirmation number",
@@ -59,7 +55,7 @@ USER_KEYWORDS: dict[str, tuple[str, ...]] = {
 
 DOMAIN = Domain(
     name="airline",
-    env_id="tool_envs/TauAirline-v0",
+    env_id=ENV_ID,
     policy=POLICY,
     tools=AirlineTools,
     load_tables=load_tables,

@@ -190,8 +190,10 @@ class _Context(TaskContext):
             for n in range(2, (LAST_DAY - today).days + 1)
         ]
 
-    def accept(self, actions: list[Action], outputs: list[str]) -> list[str] | None:
-        return _fill_ids(self, actions, outputs)
+    def accept(self, rng: random.Random, finished: Finished) -> Finished | None:
+        scenario, actions, outputs, tags = finished
+        filled = _fill_ids(self, actions, outputs)
+        return None if filled is None else (scenario, actions, filled, tags)
 
     def select(self, table: str, where: Callable[[Record], bool]) -> list[str]:
         """Keys of the base records ``where`` accepts, computed once per condition. A condition
