@@ -23,9 +23,9 @@ from tool_envs.core.tools import format_result, tool
 from tool_envs.tau.db import BaseTables
 from tool_envs.tau.domains.airline.data import AIRPORTS, BAG_FEE, INSURANCE_FEE, MAX_PASSENGERS
 from tool_envs.tau.domains.airline.data import NOW as _NOW
+from tool_envs.tau.domains.airline.records import Cabin
 from tool_envs.tau.tools import DomainTools
 
-Cabin = Literal["basic_economy", "economy", "business"]
 _PASSENGER_FIELDS = ("first_name", "last_name", "dob")
 _AIRPORT_TEXT = format_result([{"iata": code, "city": city} for code, city in AIRPORTS.items()])
 _ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any, Literal
+from typing import Any
 
 from tool_envs.core.tools import tool
 from tool_envs.tau.domains.doordash.data import (
@@ -41,12 +41,10 @@ from tool_envs.tau.domains.doordash.data import (
     parse_time,
     recompute_totals,
 )
+from tool_envs.tau.domains.doordash.records import CancelReason, CreditReason, RefundReason
 from tool_envs.tau.tools import DomainTools
 
 Record = dict[str, Any]
-CancelReason = Literal["no_longer_needed", "ordered_by_mistake", "taking_too_long"]
-RefundReason = Literal["missing_item", "wrong_item", "damaged_item"]
-CreditReason = Literal["late_delivery", "poor_food_quality", "late_item_report"]
 
 _MAX_QUANTITY = 20
 _THIRTY_DAYS_AGO = NOW_TIME - dt.timedelta(days=30)

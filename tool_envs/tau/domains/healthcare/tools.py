@@ -39,6 +39,7 @@ from tool_envs.tau.domains.healthcare.data import (
     visit_service,
     weekday,
 )
+from tool_envs.tau.domains.healthcare.records import AppealReason, CancelReason, VisitType
 from tool_envs.tau.tools import DomainTools
 
 Record = dict[str, Any]
@@ -51,11 +52,6 @@ _FILED_FIELDS = ("claim_id", "appointment_id", "date_of_service", "billed_amount
                  "submitted_on")  # fmt: skip
 _APPEALED_FIELDS = ("claim_id", "status", "denial_reason", "appeal")
 _START = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})")
-VisitType = Literal["checkup", "sick visit", "follow-up", "consultation"]
-CancelReason = Literal["schedule conflict", "feeling better", "seeing another provider", "other"]
-AppealReason = Literal[
-    "medically necessary", "referral on file", "billing error", "provider in network"
-]
 Service = Literal[
     "primary care visit",
     "specialist visit",
