@@ -4,11 +4,11 @@ A category draws a :class:`Draft`: whose account it is about and one or more :cl
 (the gold calls of one request, what the user knows, how they would ask). A domain's
 :class:`TaskWriter` adds how the user proves who they are, and turns the draft into the
 scenario, gold actions, required outputs and tags of a task, the same way for every domain.
+How those texts are worded (openings, amounts, lists) is :mod:`tool_envs.tau.wording`.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,41 +30,6 @@ def call(name: str, **arguments: Any) -> Action:
 def user_call(name: str, **arguments: Any) -> Action:
     """A gold call the user makes on their own device (dual control)."""
     return {"name": name, "arguments": arguments, "requestor": "user"}
-
-
-def money(amount: float) -> str:
-    """An amount as a required output: '42.75', '42.7' or '42', so '42.70' and '$42.00' match."""
-    return f"{amount:.2f}".rstrip("0").rstrip(".")
-
-
-def and_join(texts: list[str]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    return texts[0] if len(texts) == 1 else ", ".join(texts[:-1]) + " and " + texts[-1]
-
-
-@dataclass(frozen=True)
-class Opening:
-    """How a domain's users open a conversation: a greeting, a want, then what they ask.
-
-    ``want_first`` draws the want before the greeting (the order a domain's seeded tasks were
-    generated in). A want ending in 'help me' makes the opening a question.
-    """
-
-    greetings: tuple[str, ...]
-    wants: tuple[str, ...] = ("I'd like to", "I want to", "I need to", "could you help me")
-    want_first: bool = False
-
-    def __call__(self, rng: random.Random, asks: list[str], question: str = "") -> str:
-        if self.want_first:
-            want = rng.choice(self.wants)
-            greeting = rng.choice(self.greetings)
-        else:
-            greeting = rng.choice(self.greetings)
-            want = rng.choice(self.wants)
-        body = asks[0] if len(asks) == 1 else ", ".join(asks[:-1]) + ", and also " + asks[-1]
-        text = f"{greeting} {want} {body}"
-        text += "?" if want.endswith("help me") else "."
-        return text + (f" {question}" if question else "")
 
 
 @dataclass

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
 from tool_envs.tau.db import BaseTables, Database, Tables
+from tool_envs.tau.domain import Domain
 from tool_envs.tau.drafts import Action, Finished
 from tool_envs.tau.task import tau_task_row
-from tool_envs.tau.tools import DatabaseTools
+from tool_envs.tau.tools import DatabaseTools, DomainTools
 
 __all__ = ["Finished", "TaskContext", "TaskSource", "category_quotas", "same_gold"]
 
@@ -155,6 +156,25 @@ class TaskSource(Generic[C]):
     def default_splits(self) -> dict[str, list[dict[str, Any]]]:
         """The task set shipped with the env, generated once per process."""
         return _default_splits(self)
+
+    def make_domain(
+        self,
+        tools: type[DomainTools],
+        *,
+        user_tools: type[DatabaseTools] | None = None,
+        user_keywords: Mapping[str, tuple[str, ...]] | None = None,
+    ) -> Domain:
+        """The :class:`Domain` whose name, env id, policy, tables and tasks are these."""
+        return Domain(
+            name=self.domain,
+            env_id=self.env_id,
+            policy=self.policy,
+            tools=tools,
+            load_tables=self.load_tables,
+            load_splits=self.default_splits,
+            user_keywords=dict(user_keywords or {}),
+            user_tools=user_tools,
+        )
 
     def _draw(
         self, rng: random.Random, ctx: C, category: str, quota: int, seen: set[str]

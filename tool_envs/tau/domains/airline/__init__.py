@@ -13,9 +13,7 @@ generated from a seed) with its 14 tools, its policy and a seeded task set. The 
 
 from __future__ import annotations
 
-from tool_envs.tau.domain import Domain
-from tool_envs.tau.domains.airline.data import load_tables
-from tool_envs.tau.domains.airline.tasks import ENV_ID, POLICY, default_splits
+from tool_envs.tau.domains.airline.tasks import POLICY, TASKS
 from tool_envs.tau.domains.airline.tools import AirlineTools
 from tool_envs.tau.env import TauEnv
 
@@ -53,15 +51,7 @@ USER_KEYWORDS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 """Words that make the scripted user give a field of ``known_info`` (besides its name)."""
 
-DOMAIN = Domain(
-    name="airline",
-    env_id=ENV_ID,
-    policy=POLICY,
-    tools=AirlineTools,
-    load_tables=load_tables,
-    load_splits=default_splits,
-    user_keywords=USER_KEYWORDS,
-)
+DOMAIN = TASKS.make_domain(AirlineTools, user_keywords=USER_KEYWORDS)
 
 
 class TauAirlineEnv(TauEnv):

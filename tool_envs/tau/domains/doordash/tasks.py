@@ -44,19 +44,11 @@ from tool_envs.tau.domains.doordash.tools import (
     order_credits,
     recent_credits,
 )
-from tool_envs.tau.drafts import (
-    Draft,
-    Finished,
-    Identity,
-    Opening,
-    Part,
-    TaskWriter,
-    and_join,
-    call,
-)
-from tool_envs.tau.drafts import money as _money
+from tool_envs.tau.drafts import Draft, Finished, Identity, Part, TaskWriter, call
 from tool_envs.tau.taskgen import TaskContext, TaskSource
 from tool_envs.tau.tools import write_tool_names
+from tool_envs.tau.wording import Opening, and_join
+from tool_envs.tau.wording import money as _money
 
 ENV_ID = "tool_envs/TauDoordash-v0"
 DOMAIN_NAME = "doordash"

@@ -43,19 +43,10 @@ from tool_envs.tau.domains.healthcare.data import (
     weekday,
 )
 from tool_envs.tau.domains.healthcare.tools import HealthcareTools
-from tool_envs.tau.drafts import (
-    Action,
-    Draft,
-    Finished,
-    Identity,
-    Opening,
-    Part,
-    TaskWriter,
-    call,
-    money,
-)
+from tool_envs.tau.drafts import Action, Draft, Finished, Identity, Part, TaskWriter, call
 from tool_envs.tau.taskgen import TaskContext, TaskSource
 from tool_envs.tau.tools import write_tool_names
+from tool_envs.tau.wording import Opening, money
 
 ENV_ID = "tool_envs/TauHealthcare-v0"
 DOMAIN_NAME = "healthcare"

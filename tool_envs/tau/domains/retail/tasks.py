@@ -23,20 +23,10 @@ from pathlib import Path
 from tool_envs.tau.db import Record
 from tool_envs.tau.domains.retail.data import CANCEL_REASONS, load_tables, random_address
 from tool_envs.tau.domains.retail.tools import RetailTools
-from tool_envs.tau.drafts import (
-    Action,
-    Draft,
-    Finished,
-    Identity,
-    Opening,
-    Part,
-    TaskWriter,
-    and_join,
-    call,
-    money,
-)
+from tool_envs.tau.drafts import Action, Draft, Finished, Identity, Part, TaskWriter, call
 from tool_envs.tau.taskgen import TaskContext, TaskSource
 from tool_envs.tau.tools import write_tool_names
+from tool_envs.tau.wording import Opening, and_join, money
 
 ENV_ID = "tool_envs/TauRetail-v0"
 DOMAIN_NAME = "retail"

@@ -38,10 +38,11 @@ from tool_envs.tau.domains.telecom.data import (
     load_tables,
 )
 from tool_envs.tau.domains.telecom.tools import PhoneTools, TelecomTools
-from tool_envs.tau.drafts import Action, Opening, call, money, user_call
+from tool_envs.tau.drafts import Action, call, user_call
 from tool_envs.tau.task import UserAction
 from tool_envs.tau.taskgen import TaskContext, TaskSource
 from tool_envs.tau.tools import write_tool_names
+from tool_envs.tau.wording import Opening, money
 
 ENV_ID = "tool_envs/TauTelecom-v0"
 DOMAIN_NAME = "telecom"
