@@ -11,7 +11,9 @@ from __future__ import annotations
 import importlib
 from functools import cache
 
+import gymnasium as gym
 import pytest
+from gymnasium.utils.env_checker import check_env
 from pydantic import TypeAdapter
 from tau_domain_checks import (
     actions_of,
@@ -22,6 +24,7 @@ from tau_domain_checks import (
     play,
 )
 
+import tool_envs
 from tool_envs.tau.env import TauEnv
 from tool_envs.tau.task import parse_reward_spec
 from tool_envs.tau.tools import write_tool_names
@@ -63,6 +66,13 @@ def has_write(name):
     return lambda task: any(a["name"] in writes for a in actions_of(task))
 
 
+def env_class(name):
+    found = vars(package(name)).values()
+    return next(
+        v for v in found if isinstance(v, type) and issubclass(v, TauEnv) and v is not TauEnv
+    )
+
+
 @pytest.fixture(scope="module")
 def envs():
     """One env per domain over its test split, made when a test first needs it."""
@@ -70,17 +80,25 @@ def envs():
 
     def env(name):
         if name not in made:
-            classes = [
-                value
-                for value in vars(package(name)).values()
-                if isinstance(value, type) and issubclass(value, TauEnv) and value is not TauEnv
-            ]
-            made[name] = classes[0](tasks=splits(name)["test"])
+            made[name] = env_class(name)(tasks=splits(name)["test"])
         return made[name]
 
     yield env
     for environment in made.values():
         environment.close()
+
+
+@pytest.mark.parametrize("name", ("retail", "doordash", "telecom"))
+def test_check_env_passes_and_the_registered_id_works(name):
+    """(Airline and healthcare check their envs in their own files.)"""
+    environment = env_class(name)(tasks=splits(name)["test"][:5])
+    check_env(environment, skip_render_check=True)
+    environment.close()
+    gym.register_envs(tool_envs)
+    made = gym.make(package(name).DOMAIN.env_id)
+    observation, _ = made.reset(seed=1)
+    assert observation[0]["content"] == package(name).DOMAIN.policy
+    made.close()
 
 
 @pytest.mark.parametrize("name", ALL)

@@ -1,9 +1,9 @@
 """TauHealthcare-v0: the database, the tools' rules, and tasks that are solvable, strict, not free.
 
-Every shipped task is played through the env by its gold turns (reward 1), a one-argument change
-to one of its writes loses the reward, every gold write follows the policy's rules, and a
-do-nothing agent passes almost none. The env is built directly (the registry entry is the
-lead's), so a row's env_id is not checked against a spec here.
+A one-argument change to one of its writes loses the reward and every gold write follows the
+policy's rules; the checks every domain shares (gold turns solve every task, a do-nothing agent
+passes almost none, ...) are in test_tau_domains.py. The env is built directly (the registry
+entry is the lead's), so a row's env_id is not checked against a spec here.
 """
 
 import datetime as dt
@@ -20,11 +20,10 @@ from tau_domain_checks import (
     actions_of,
     call,
     play,
+    tool_runner,
 )
 from tau_helpers import COMPLETION_TOKENS, PROMPT_TOKENS, customer_server
 
-from tool_envs.core.parsers.base import ToolCall
-from tool_envs.core.tools import Toolset
 from tool_envs.tau.db import Database
 from tool_envs.tau.domains.healthcare import (
     DOMAIN,
@@ -67,14 +66,7 @@ def env():
 @pytest.fixture
 def tools():
     """The healthcare tools over a fresh episode database, called as the env calls them."""
-    db = DOMAIN.new_database()
-    toolset = Toolset.from_object(HealthcareTools(db))
-
-    def run(name, **arguments):
-        return toolset.call(ToolCall(name=name, arguments=arguments)).content
-
-    run.db = db
-    return run
+    return tool_runner(DOMAIN)
 
 
 def records(table, where=lambda record: True):
@@ -128,9 +120,6 @@ def task_row(actions, outputs, known_info, opening="Hi, I need some help.", conf
             },
         },
     }
-
-
-# --------------------------------------------------------------------------- (1) gold solves
 
 
 # --------------------------------------------------------------------------- (2) strict reward
@@ -202,9 +191,6 @@ def test_changing_one_argument_of_one_write_loses_the_reward(env):
         assert db.hash() != gold, (task["extra_info"]["id"], actions[position])
         checked += 1
     assert checked == sum(map(has_write, ALL_TASKS)) > 0.6 * len(ALL_TASKS)
-
-
-# --------------------------------------------------------------------------- (3) no free reward
 
 
 # --------------------------------------------------------------------------- (4) database
@@ -341,9 +327,6 @@ def test_every_gold_write_follows_the_policy():
                 assert rules.can_appeal(TABLES["claims"][args["claim_id"]])
             counts[name] += 1
     assert all(counts[name] >= 20 for name in WRITE_TOOLS), counts
-
-
-# --------------------------------------------------------------------------- (5) dataset
 
 
 # --------------------------------------------------------------------------- (6) tool rules

@@ -1,7 +1,8 @@
 """TauRetail-v0: the database, the tools' rules, and tasks that are solvable, strict and not free.
 
-Every shipped task is played through the env by its gold turns (reward 1), a one-argument change
-to one of its writes loses the reward, and a do-nothing agent passes almost none.
+A one-argument change to one of its writes loses the reward; the checks every domain shares
+(gold turns solve every task, a do-nothing agent passes almost none, ...) are in
+test_tau_domains.py.
 """
 
 import json
@@ -10,18 +11,14 @@ import statistics
 import time
 from pathlib import Path
 
-import gymnasium as gym
 import pytest
-from gymnasium.utils.env_checker import check_env
 from tau_domain_checks import (
     actions_of,
     call,
     play,
+    tool_runner,
 )
 
-import tool_envs
-from tool_envs.core.parsers.base import ToolCall
-from tool_envs.core.tools import Toolset
 from tool_envs.tau.db import Database
 from tool_envs.tau.domains.retail import (
     DOMAIN,
@@ -30,7 +27,6 @@ from tool_envs.tau.domains.retail import (
     load_tables,
 )
 from tool_envs.tau.domains.retail.tasks import CATEGORY_WEIGHTS, WRITE_TOOLS, money
-from tool_envs.tau.domains.retail.tools import RetailTools
 from tool_envs.tau.task import parse_reward_spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,21 +49,11 @@ def env():
 @pytest.fixture
 def tools():
     """The retail tools over a fresh episode database, called as the env calls them."""
-    db = DOMAIN.new_database()
-    toolset = Toolset.from_object(RetailTools(db))
-
-    def run(name, **arguments):
-        return toolset.call(ToolCall(name=name, arguments=arguments)).content
-
-    run.db = db
-    return run
+    return tool_runner(DOMAIN)
 
 
 def first(status, *, where=lambda order: True):
     return next(o for o in TABLES["orders"].values() if o["status"] == status and where(o))
-
-
-# --------------------------------------------------------------------------- (1) gold solves
 
 
 # --------------------------------------------------------------------------- (2) strict reward
@@ -135,9 +121,6 @@ def test_changing_one_argument_of_one_write_loses_the_reward(env):
     assert checked > 0.8 * len(ALL_TASKS)
 
 
-# --------------------------------------------------------------------------- (3) no free reward
-
-
 # --------------------------------------------------------------------------- (4) database
 
 
@@ -194,9 +177,6 @@ def test_splits_cover_every_category_and_share_no_task():
         # The first message never volunteers an identifier: the agent has to ask.
         assert "#W" not in opening and "@" not in opening
         assert not any(value in opening for value in scenario["known_info"].values())
-
-
-# --------------------------------------------------------------------------- (5) dataset
 
 
 # --------------------------------------------------------------------------- (6) tool rules
@@ -413,17 +393,6 @@ def test_lookups_follow_the_episode_edits(tools):
     old = tools("find_user_id_by_name_zip", first_name=name["first_name"],
                 last_name=name["last_name"], zip=user["address"]["zip"])  # fmt: skip
     assert old.startswith("Error")
-
-
-def test_check_env_passes_and_the_registered_id_works():
-    environment = TauRetailEnv(tasks=SPLITS["test"][:5])
-    check_env(environment, skip_render_check=True)
-    environment.close()
-    gym.register_envs(tool_envs)
-    made = gym.make("tool_envs/TauRetail-v0")
-    observation, _ = made.reset(seed=1)
-    assert observation[0]["content"] == DOMAIN.policy
-    made.close()
 
 
 def test_tool_calls_through_step_are_fast(env):

@@ -4,6 +4,13 @@
 :mod:`tool_envs.tau.domain` (what a domain provides), :mod:`tool_envs.tau.env` (the env all
 domains share), :mod:`tool_envs.tau.users` (scripted, LLM and human users),
 :mod:`tool_envs.tau.domains` (retail, airline, ...).
+
+The domain kit: :mod:`~tool_envs.tau.tools` (tools base: record lookup, cached JSON answers,
+write tools from ``@tool(writes=True)``), :mod:`~tool_envs.tau.records` (shared record types),
+:mod:`~tool_envs.tau.drafts` (parts, drafts, identities, the task writer),
+:mod:`~tool_envs.tau.wording` (openings, amounts), :mod:`~tool_envs.tau.taskgen` (task
+context, generation into splits). A domain adds ``records.py``, ``data.py``, ``tools.py``,
+``tasks.py`` and ``policy.md``.
 """
 
 from __future__ import annotations
