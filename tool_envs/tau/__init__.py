@@ -4,6 +4,13 @@
 :mod:`tool_envs.tau.domain` (what a domain provides), :mod:`tool_envs.tau.env` (the env all
 domains share), :mod:`tool_envs.tau.users` (scripted, LLM and human users),
 :mod:`tool_envs.tau.domains` (retail, airline, ...).
+
+The domain kit: :mod:`~tool_envs.tau.tools` (tools base: record lookup, cached JSON answers,
+write tools from ``@tool(writes=True)``), :mod:`~tool_envs.tau.records` (shared record types),
+:mod:`~tool_envs.tau.drafts` (parts, drafts, identities, the task writer),
+:mod:`~tool_envs.tau.wording` (openings, amounts), :mod:`~tool_envs.tau.taskgen` (task
+context, generation into splits). A domain adds ``records.py``, ``data.py``, ``tools.py``,
+``tasks.py`` and ``policy.md``.
 """
 
 from __future__ import annotations
@@ -14,7 +21,9 @@ _LAZY = {
     "BaseTables": "tool_envs.tau.db",
     "Database": "tool_envs.tau.db",
     "Domain": "tool_envs.tau.domain",
-    "DomainTools": "tool_envs.tau.domain",
+    "DomainTools": "tool_envs.tau.tools",
+    "DatabaseTools": "tool_envs.tau.tools",
+    "write_tool_names": "tool_envs.tau.tools",
     "TauEnv": "tool_envs.tau.env",
     "GoldAction": "tool_envs.tau.task",
     "TauRewardSpec": "tool_envs.tau.task",
