@@ -87,12 +87,12 @@ def test_servers_land_where_their_resources_are_and_play_episodes(cluster):
     """Sandbox servers ask for the "sandbox" resource: only the second node has it. Plain
     servers spread over the nodes. A resource no node has is refused at once."""
     specs = [
-        ServerSpec(CODE, servers=2, num_cpus=0, resources={"sandbox": 1}),
+        ServerSpec(CODE, servers=1, num_cpus=0, resources={"sandbox": 1}),
         ServerSpec(CALCULATOR, servers=2, num_cpus=1),
     ]
     with RayEnvServers(specs) as servers:
         placed = infos(servers)
-        code, calculator = placed[:2], placed[2:]
+        code, calculator = placed[:1], placed[1:]
         assert {i["node_id"] for i in code} == {cluster.sandbox_node_id}
         assert len({i["node_id"] for i in calculator}) == 2  # one on each node
         assert servers.urls == {
@@ -189,3 +189,60 @@ def test_the_cli_serves_on_ray_until_sigterm_and_leaves_nothing(tmp_path):
     assert "stopped" in rest
     assert not any(is_healthy(url) for url in urls)
     assert wait_for(lambda: not any(os.path.exists(f"/proc/{p}") for p in started), timeout=30)
+
+
+def test_the_grpo_recipe_with_ray_env_servers_trains_as_in_process(cluster, tmp_path, monkeypatch):
+    """The CPU recipe (its config, two GRPO steps of a tiny model, the same seeds):
+    ``ray_env_servers`` starts servers on the cluster, the rollouts (tokens, logprobs, masks,
+    rewards) are those of in-process envs, and every actor is gone when the recipe returns.
+    (Sampled at the config's temperature, seeded by the trainer: TRL's loss divides by the
+    temperature, so 0 cannot run; a seeded sample is as reproducible as greedy here.)"""
+    pytest.importorskip("trl", reason="the recipes need the 'train' extra (trl)")
+    from test_recipes import REPO, load_recipe
+    from test_trl_integration import recording
+    from trl import GRPOConfig, ModelConfig, TrlParser
+
+    import tool_envs.integrations.trl as trl_integration
+    from tool_envs.calculator.task_set import write_task_set
+    from tool_envs.tiny_models import build_tiny_model_for_env
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    tasks = write_task_set(tmp_path / "tasks", {"train": 16}, difficulty=1)
+    model = build_tiny_model_for_env(CALCULATOR, tmp_path / "tiny", num_layers=2, hidden_size=64)
+    recipe = load_recipe("train_grpo")
+    calls, launched, made = [], [], []
+    make = trl_integration.make_rollout_func
+
+    def make_and_record(**settings):
+        made.append(make(**settings))
+        return recording(made[-1], calls)
+
+    monkeypatch.setattr(trl_integration, "make_rollout_func", make_and_record)
+    start = RayEnvServers.start
+    monkeypatch.setattr(RayEnvServers, "start", lambda self: launched.append(self) or start(self))
+
+    def train(out, *options):
+        parser = TrlParser((recipe.EnvArguments, GRPOConfig, ModelConfig))
+        env_args, training_args, model_args = parser.parse_args_and_config(
+            [
+                "--config", str(REPO / "recipes/configs/calculator_cpu_grpo.yaml"),
+                "--tasks", str(tasks), "--model_name_or_path", str(model),
+                "--output_dir", str(tmp_path / out), "--max_steps", "2",
+                "--per_device_train_batch_size", "4", "--num_generations", "2",
+                "--max_completion_length", "96", "--max_tokens_per_turn", "24", *options,
+            ]
+        )  # fmt: skip
+        env_args.heldout_split = None  # the config scores held-out tasks; not under test here
+        recipe.main(env_args, training_args, model_args)
+        batches = [output for _, _, output in calls]
+        calls.clear()
+        return batches
+
+    local = train("local")
+    served = train("ray", "--ray_env_servers", '{"tool_envs/Calculator-v0": 2}')
+    assert len(local) == len(served) == 2
+    for a, b in zip(local, served, strict=True):
+        assert a == b
+    assert [CALCULATOR in f.state["engine"].pool._servers for f in made] == [False, True]
+    [servers] = launched
+    assert servers.urls == {} and servers.actors() == []  # stopped by the recipe
