@@ -246,3 +246,25 @@ def test_the_grpo_recipe_with_ray_env_servers_trains_as_in_process(cluster, tmp_
     assert [CALCULATOR in f.state["engine"].pool._servers for f in made] == [False, True]
     [servers] = launched
     assert servers.urls == {} and servers.actors() == []  # stopped by the recipe
+
+
+def test_ray_env_servers_specs_are_checked_before_anything_starts():
+    from tool_envs.integrations.trl.recipes import EpisodeArguments, run_env_servers
+    from tool_envs.serve.cluster import parse_server_specs
+
+    assert parse_server_specs(
+        {CALCULATOR: 2, CODE: {"servers": 3, "resources": {"sandbox": 1}}}
+    ) == [
+        ServerSpec(CALCULATOR, servers=2),
+        ServerSpec(CODE, servers=3, resources={"sandbox": 1}),
+    ]
+    with pytest.raises(EnvConfigError, match="server count or an object with keys"):
+        parse_server_specs({CALCULATOR: {"replicas": 2}})
+    with pytest.raises(EnvConfigError, match="servers must be >= 1"):
+        parse_server_specs({CALCULATOR: 0})
+    both = EpisodeArguments(
+        env_servers=f'{{"{CALCULATOR}": "http://127.0.0.1:1"}}',
+        ray_env_servers=f'{{"{CALCULATOR}": 1}}',
+    )
+    with pytest.raises(EnvConfigError, match="serve each env one way"), run_env_servers(both):
+        pass

@@ -8,6 +8,7 @@ import threading
 
 from tool_envs.serve.cluster.errors import EnvServerLostError
 from tool_envs.serve.cluster.launcher import RayEnvServers, ServerSpec
+from tool_envs.serve.server import TOKEN_VARIABLE
 
 
 def serve_on_ray(
@@ -37,6 +38,8 @@ def serve_on_ray(
             signal.signal(number, on_signal)
         for url in servers.urls[spec.env_id]:
             print(f"serving {spec.env_id} on {url} (ws /ws, max {spec.max_sessions} sessions)")
+        if servers.new_token:  # the servers listen beyond loopback: clients need the token
+            print(f"clients must send a bearer token: {TOKEN_VARIABLE}={servers.new_token}")
         cluster = "the local Ray cluster started for them" if servers.started_cluster else ""
         print(
             f"{spec.servers} servers on Ray; Ctrl-C or SIGTERM stops them"

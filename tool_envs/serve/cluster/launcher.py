@@ -105,6 +105,8 @@ class RayEnvServers:
     Attributes:
         urls: Env id -> its servers' URLs (the engines' ``env_servers``).
         started_cluster: Whether :meth:`start` started a local cluster (stopped by :meth:`stop`).
+        new_token: The bearer token made here when the servers need one and none was given
+            (clients elsewhere must send it), else None.
     """
 
     def __init__(
@@ -126,6 +128,7 @@ class RayEnvServers:
         self.local_cpus = local_cpus
         self.startup_timeout = startup_timeout
         self.started_cluster = False
+        self.new_token: str | None = None
         self._connected_here = False
         self._servers: list[_Server] = []
 
@@ -273,7 +276,7 @@ class RayEnvServers:
         if host and is_loopback(host):
             return host, token
         if token is None:
-            token = secrets.token_urlsafe(32)
+            token = self.new_token = secrets.token_urlsafe(32)
             os.environ[TOKEN_VARIABLE] = token  # this process's RemoteEnvs send it
         return host, token
 
