@@ -1,6 +1,6 @@
 """What the env-server boundary costs and what it buys, next to in-process envs in the same run.
 
-    python benchmarks/env_server.py [--quick] [--json PATH]
+    python benchmarks/env_server.py [--quick] [--json PATH] [--only {latency-scaling,ray}]
 
 1. latency: the time of one ``env.step`` in-process and through ``RemoteEnv`` against a
    ``tool-envs serve`` process over loopback (gold episodes of Calculator, and of TauRetail with

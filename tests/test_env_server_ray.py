@@ -46,9 +46,8 @@ def cluster():
     """A head (2 CPUs) and a "sandbox" node (1 CPU, resource sandbox=2), both on 127.0.0.1."""
     from ray.cluster_utils import Cluster
 
-    os.environ["PYTHONPATH"] = os.pathsep.join(  # the workers import this checkout
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    )
+    path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), path]))  # for workers
     node = {"include_dashboard": False, "object_store_memory": SMALL_STORE}
     before = set(child_pids(os.getpid()))
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, **node})
@@ -60,6 +59,10 @@ def cluster():
     finally:
         ray.shutdown()
         cluster.shutdown()
+        if path is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = path
     assert wait_for(lambda: set(child_pids(os.getpid())) <= before, timeout=30)
 
 
@@ -268,3 +271,13 @@ def test_ray_env_servers_specs_are_checked_before_anything_starts():
     )
     with pytest.raises(EnvConfigError, match="serve each env one way"), run_env_servers(both):
         pass
+
+
+def test_the_cli_on_a_cluster_without_the_resource_fails_naming_it(cluster):
+    env = {**os.environ, "RAY_ADDRESS": cluster.address, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "tool_envs.cli", "serve", CALCULATOR, "--ray", "1"]
+    command += ["--resources", '{"gpu_box": 1}']
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=180)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "tool-envs serve: error: no node of the Ray cluster" in result.stderr
+    assert "'gpu_box': 1" in result.stderr

@@ -6,6 +6,7 @@ import signal
 import sys
 import threading
 
+from tool_envs.errors import ToolEnvsError
 from tool_envs.serve.cluster.errors import EnvServerLostError
 from tool_envs.serve.cluster.launcher import RayEnvServers, ServerSpec
 from tool_envs.serve.server import TOKEN_VARIABLE
@@ -22,7 +23,8 @@ def serve_on_ray(
     """Start the servers, print their URLs, report restarts, and stop everything it started
     (servers, and the local cluster when there was no cluster to join) on a signal.
 
-    Returns the exit status: 0 after a signal, 1 when a server was lost for good.
+    Returns the exit status: 0 after a signal, 1 when a server was lost for good, 2 when the
+    servers could not start (no ``ray``, another Ray version, resources no node has).
     """
     stop = threading.Event()
 
@@ -49,9 +51,9 @@ def serve_on_ray(
         while not stop.wait(watch_every):
             for change in servers.check():
                 print(change, flush=True)
-    except EnvServerLostError as exc:
+    except ToolEnvsError as exc:  # lost for good, no ray, another Ray, nowhere to place
         print(f"tool-envs serve: error: {exc}", file=sys.stderr, flush=True)
-        return 1
+        return 1 if isinstance(exc, EnvServerLostError) else 2
     finally:
         servers.stop()
         for number, handler in previous.items():
