@@ -122,10 +122,7 @@ def test_servers_land_where_their_resources_are_and_play_episodes(cluster):
         RayEnvServers([ServerSpec(CALCULATOR, resources={"gpu_box": 1})]).start()
 
 
-@pytest.mark.parametrize("engine_class", [RolloutEngine])
-def test_an_actor_killed_mid_batch_voids_its_episodes_and_comes_back(
-    cluster, tokenizer, engine_class
-):
+def test_an_actor_killed_mid_batch_voids_its_episodes_and_comes_back(cluster, tokenizer):
     tasks, scripts = family_tasks(CALCULATOR, 4)
     spec = ServerSpec(CALCULATOR, servers=2, num_cpus=0, max_restarts=1)
     with RayEnvServers([spec]) as servers:
@@ -142,7 +139,7 @@ def test_an_actor_killed_mid_batch_voids_its_episodes_and_comes_back(
             assert wait_for(lambda: not os.path.exists(f"/proc/{victim_pid}"), timeout=30)
 
         backend = TriggerBackend(tokenizer, tasks, scripts, 2, kill)
-        with engine_class(tokenizer, backend, config=config) as engine:
+        with RolloutEngine(tokenizer, backend, config=config) as engine:
             first = engine.run(tasks, seeds=[0, 1, 2, 3])
             void = [r for r in first if r.void]
             assert 1 <= len(void) <= 2 and sum(r.success for r in first) >= 2
@@ -154,7 +151,7 @@ def test_an_actor_killed_mid_batch_voids_its_episodes_and_comes_back(
             # The engine's pool readmits it once /health answers (recheck now, not in 5 s).
             engine.pool._servers[CALCULATOR].recheck_after = 0
             backend.fired, backend.calls = True, 0
-            second = engine.run(tasks * 2, seeds=list(range(8)))
+            second = engine.run(tasks, seeds=[0, 1, 2, 3])
             assert all(r.success for r in second)
             assert ray.get(victim.info.remote())["active_sessions"] >= 1
         # Killed once more: past max_restarts, a clear error names the server.
@@ -242,7 +239,7 @@ def test_the_grpo_recipe_with_ray_env_servers_trains_as_in_process(cluster, tmp_
         return batches
 
     local = train("local")
-    served = train("ray", "--ray_env_servers", '{"tool_envs/Calculator-v0": 2}')
+    served = train("ray", "--ray_env_servers", '{"tool_envs/Calculator-v0": 1}')
     assert len(local) == len(served) == 2
     for a, b in zip(local, served, strict=True):
         assert a == b
