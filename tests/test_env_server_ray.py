@@ -210,7 +210,7 @@ def test_the_grpo_recipe_with_ray_env_servers_trains_as_in_process(cluster, tmp_
     tasks = write_task_set(tmp_path / "tasks", {"train": 16}, difficulty=1)
     model = build_tiny_model_for_env(CALCULATOR, tmp_path / "tiny", num_layers=2, hidden_size=64)
     recipe = load_recipe("train_grpo")
-    calls, launched, made = [], [], []
+    calls, made = [], []
     make = trl_integration.make_rollout_func
 
     def make_and_record(**settings):
@@ -218,8 +218,13 @@ def test_the_grpo_recipe_with_ray_env_servers_trains_as_in_process(cluster, tmp_
         return recording(made[-1], calls)
 
     monkeypatch.setattr(trl_integration, "make_rollout_func", make_and_record)
-    start = RayEnvServers.start
-    monkeypatch.setattr(RayEnvServers, "start", lambda self: launched.append(self) or start(self))
+    stop, held = RayEnvServers.stop, []
+
+    def stop_and_record(self):
+        held.append((self.actors(), [url for urls in self.urls.values() for url in urls]))
+        stop(self)
+
+    monkeypatch.setattr(RayEnvServers, "stop", stop_and_record)
 
     def train(out, *options):
         parser = TrlParser((recipe.EnvArguments, GRPOConfig, ModelConfig))
@@ -244,8 +249,11 @@ def test_the_grpo_recipe_with_ray_env_servers_trains_as_in_process(cluster, tmp_
     for a, b in zip(local, served, strict=True):
         assert a == b
     assert [CALCULATOR in f.state["engine"].pool._servers for f in made] == [False, True]
-    [servers] = launched
-    assert servers.urls == {} and servers.actors() == []  # stopped by the recipe
+    [(actors, urls)] = [(a, u) for a, u in held if a]  # the run's servers, as it stopped them
+    assert len(actors) == len(urls) == 1
+    assert not is_healthy(urls[0])
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(actors[0].info.remote(), timeout=30)
 
 
 def test_ray_env_servers_specs_are_checked_before_anything_starts():
