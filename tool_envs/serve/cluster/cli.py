@@ -26,10 +26,12 @@ def serve_on_ray(
     Returns the exit status: 0 after a signal, 1 when a server was lost for good, 2 when the
     servers could not start (no ``ray``, another Ray version, resources no node has).
     """
-    stop = threading.Event()
+    stop, serving = threading.Event(), threading.Event()
 
     def on_signal(number: int, frame: object) -> None:
         stop.set()
+        if not serving.is_set():  # still starting (placement may wait): abandon the start
+            raise KeyboardInterrupt
 
     signals = (signal.SIGINT, signal.SIGTERM)
     previous = {number: signal.signal(number, on_signal) for number in signals}
@@ -43,6 +45,7 @@ def serve_on_ray(
         if servers.new_token:  # the servers listen beyond loopback: clients need the token
             print(f"clients must send a bearer token: {TOKEN_VARIABLE}={servers.new_token}")
         cluster = "the local Ray cluster started for them" if servers.started_cluster else ""
+        serving.set()  # from here on a signal ends the loop below
         print(
             f"{spec.servers} servers on Ray; Ctrl-C or SIGTERM stops them"
             + (f" and {cluster}" if cluster else ""),
@@ -54,6 +57,8 @@ def serve_on_ray(
     except ToolEnvsError as exc:  # lost for good, no ray, another Ray, nowhere to place
         print(f"tool-envs serve: error: {exc}", file=sys.stderr, flush=True)
         return 1 if isinstance(exc, EnvServerLostError) else 2
+    except KeyboardInterrupt:
+        print("interrupted while starting; stopping", file=sys.stderr, flush=True)
     finally:
         servers.stop()
         for number, handler in previous.items():
