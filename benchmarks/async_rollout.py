@@ -66,8 +66,8 @@ from tool_envs.rollout import (
     RolloutEngine,
     SamplingSettings,
 )
-from tool_envs.rollout.backends.vllm import VLLMServerBackend
-from tool_envs.rollout.vllm_launch import VLLMServerProcess
+from tool_envs.rollout.backends.vllm.launch import VLLMServerProcess
+from tool_envs.rollout.backends.vllm.server import VLLMServerBackend
 from tool_envs.serve import EnvServerProcess
 from tool_envs.tiny_models import COMPACT_CHAT_TEMPLATE, build_tiny_model, env_texts, fit_to_gold
 

@@ -7,7 +7,9 @@
    the scripted user; in-process and remote episodes alternate). Reports median and p99 of both
    and the added time. Goal: <= 1 ms median added.
 2. scaling: episodes/s of a CPU-bound env, played by 8 threads in this process (the GIL lets one
-   run at a time) against 8 threads whose envs live on 2 server processes. The env is
+   run at a time) against 8 threads whose envs live on 2 server processes, served both ways:
+   the default (each session's steps in its own thread) and ``--inline-steps`` (steps on the
+   server's event loop, the setting for short pure-Python steps). The env is
    Calculator wrapped in :class:`BurningEnv`, which spins in pure Python for ``burn_ms`` before
    each step (a stand-in for an env whose step does ~5 ms of Python work). Goal: >= 1.6x at 5 ms.
    The same comparison at smaller step costs finds the break-even below which in-process wins.
@@ -71,10 +73,10 @@ if BURNING not in gym.registry:
 # ------------------------------------------------------------------ servers
 
 
-def _serve_burning(ready: Any, stop: Any) -> None:
+def _serve_burning(ready: Any, stop: Any, inline_steps: bool) -> None:
     from tool_envs.serve import EnvServer, ServeConfig
 
-    with EnvServer(ServeConfig(BURNING, max_sessions=256)) as server:
+    with EnvServer(ServeConfig(BURNING, max_sessions=256, inline_steps=inline_steps)) as server:
         ready.put(server.url)
         stop.wait()
 
@@ -83,12 +85,13 @@ class BurningServers:
     """Server processes for the burning env (it is registered by this module, so the servers
     are this module's children, not ``tool-envs serve``)."""
 
-    def __init__(self, count: int):
+    def __init__(self, count: int, inline_steps: bool = False):
         context = multiprocessing.get_context("spawn")
         self._stop = context.Event()
         ready = context.Queue()
         self.processes = [
-            context.Process(target=_serve_burning, args=(ready, self._stop)) for _ in range(count)
+            context.Process(target=_serve_burning, args=(ready, self._stop, inline_steps))
+            for _ in range(count)
         ]
         for process in self.processes:
             process.start()
@@ -220,32 +223,42 @@ def scaling(
     burns: Sequence[float], threads: int, seconds: float, repeats: int
 ) -> list[dict[str, Any]]:
     """Per step cost: median episodes/s of each arm over ``repeats``, the arms alternating (the
-    machine is shared: its load moves both arms alike)."""
-    servers = BurningServers(2)
+    machine is shared: its load moves every arm alike). ``ratio`` is the better served arm's."""
+    threaded, inline = BurningServers(2), BurningServers(2, inline_steps=True)
     rows = []
     try:
         for burn in burns:
             tasks = burning_tasks(burn)
-            locals_, remotes = [], []
+            runs: dict[str, list[float]] = {"local": [], "threaded": [], "inline": []}
             for _ in range(repeats):
-                locals_.append(
+                runs["local"].append(
                     episodes_per_second(lambda: gym.make(BURNING), tasks, threads, seconds)
                 )
-                pool = EnvServerPool(servers.urls)  # shared: sessions spread by load
-                remotes.append(
-                    episodes_per_second(lambda: RemoteEnv(pool), tasks, threads, seconds)  # noqa: B023
-                )
-            local, remote = statistics.median(locals_), statistics.median(remotes)
+                for arm, servers in (("threaded", threaded), ("inline", inline)):
+                    pool = EnvServerPool(servers.urls)  # shared: sessions spread by load
+                    runs[arm].append(
+                        episodes_per_second(lambda: RemoteEnv(pool), tasks, threads, seconds)  # noqa: B023
+                    )
+            local, remote, fast = (statistics.median(runs[arm]) for arm in runs)
             rows.append(
-                {"burn_ms": burn, "local_eps": local, "remote_eps": remote, "ratio": remote / local}
+                {
+                    "burn_ms": burn,
+                    "local_eps": local,
+                    "remote_eps": remote,
+                    "inline_eps": fast,
+                    "ratio_threaded": remote / local,
+                    "ratio": max(remote, fast) / local,
+                }
             )
             print(
-                f"  step burns {burn:5.2f} ms: in-process {local:8.1f} ep/s, "
-                f"2 servers {remote:8.1f} ep/s, {remote / local:5.2f}x",
+                f"  step burns {burn:5.2f} ms: in-process {local:7.1f} ep/s, 2 servers "
+                f"{remote:7.1f} ep/s ({remote / local:4.2f}x), inline steps {fast:7.1f} ep/s "
+                f"({fast / local:4.2f}x)",
                 flush=True,
             )
     finally:
-        servers.stop()
+        threaded.stop()
+        inline.stop()
     return rows
 
 
@@ -357,7 +370,8 @@ def latency_and_scaling(
         f"{'PASS' if worst_added <= GOALS['added_median_ms'] else 'FAIL'}"
     )
     print(
-        f"  scaling at 5 ms steps {at_5['ratio']:.2f}x >= {GOALS['scaling']}x: "
+        f"  scaling at 5 ms steps {at_5['ratio']:.2f}x >= {GOALS['scaling']}x "
+        f"(threaded steps {at_5['ratio_threaded']:.2f}x): "
         f"{'PASS' if at_5['ratio'] >= GOALS['scaling'] else 'FAIL'}"
     )
     return {"latency": latencies, "scaling": sweep, "break_even_ms": even}

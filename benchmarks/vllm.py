@@ -19,8 +19,8 @@ Three tables, each with its baseline measured in the same run:
    with prefix caching. Also counted: decode steps (lockstep turns) and prefill tokens computed.
 3. Weight-sync time per million parameters for each sync path, on a bigger model (tied
    embeddings, as Qwen2.5-1.5B), through the functions the trainer uses
-   (``tool_envs.integrations.trl.vllm_sync``): (a) ``reload_colocated`` on an in-process engine;
-   (b) ``reload_over_http`` with ``tool_envs_reload_weights`` on a server started with the
+   (``tool_envs.rollout.backends.vllm.weight_sync``): (a) ``reload_colocated`` on an in-process
+   engine; (b) ``reload_over_http`` with ``tool_envs_reload_weights`` on a server started with the
    worker extension; (b') the same with vLLM's plain ``reload_weights`` (a tied head stays stale:
    why the extension exists); (c) TRL's upstream colocate path (``model.load_weights`` per
    parameter), tried. Each sync is checked by the policy-vs-engine logprob gap on one prompt
@@ -70,12 +70,12 @@ from tool_envs.rollout.backends.base import (  # noqa: E402
     GenerationBackend,
     SamplingSettings,
 )
-from tool_envs.rollout.engine import Rollout, RolloutConfig, RolloutEngine  # noqa: E402
-from tool_envs.rollout.vllm_launch import (  # noqa: E402
+from tool_envs.rollout.backends.vllm.launch import (  # noqa: E402
     CPU_ENV,
     VLLMServerProcess,
     build_colocated_llm,
 )
+from tool_envs.rollout.engine import Rollout, RolloutConfig, RolloutEngine  # noqa: E402
 from tool_envs.tiny_models import build_tiny_model_for_env, fit_to_gold  # noqa: E402
 
 gym.register_envs(tool_envs)
@@ -303,7 +303,7 @@ def arm_colocate(spec: dict) -> dict:
     tokens (EOS ignored, no stop tokens)."""
     from transformers import AutoTokenizer
 
-    from tool_envs.rollout.backends.vllm import VLLMColocateBackend
+    from tool_envs.rollout.backends.vllm.colocate import VLLMColocateBackend
 
     args = argparse.Namespace(**spec["args"])
     llm = colocated_llm(
@@ -427,7 +427,7 @@ def engine_logprob(llm: Any, prompt: list[int], token: int) -> float:
 def arm_sync(spec: dict) -> dict:
     """Colocate weight sync on CPU: (a) ``reload_colocated`` timed over repeats (the trainer's
     own function), then TRL's path (c) tried."""
-    from tool_envs.integrations.trl.vllm_sync import reload_colocated
+    from tool_envs.rollout.backends.vllm.weight_sync import reload_colocated
 
     args = argparse.Namespace(**spec["args"])
     llm = colocated_llm(spec["model"], args.threads, max_model_len=256)
@@ -530,7 +530,7 @@ def server_env(threads: int) -> dict[str, str]:
 def arm_server_rollouts(
     tokenizer: Any, folder: Path, tasks: list[dict[str, Any]], args: argparse.Namespace
 ) -> dict:
-    from tool_envs.rollout.backends.vllm import VLLMServerBackend
+    from tool_envs.rollout.backends.vllm.server import VLLMServerBackend
 
     with (
         VLLMServerProcess(
@@ -552,8 +552,8 @@ def arm_server_sync(folder: Path, workdir: Path, args: argparse.Namespace) -> di
     """Server weight sync over HTTP with the trainer's ``reload_over_http``, on a server started
     with the worker extension: (b) ``tool_envs_reload_weights``, then (b') vLLM's plain
     ``reload_weights`` on the same server (what a server without the extension offers)."""
-    from tool_envs.integrations.trl.vllm_sync import reload_over_http
-    from tool_envs.integrations.vllm_worker import EXTENSION_PATH
+    from tool_envs.rollout.backends.vllm.weight_sync import reload_over_http
+    from tool_envs.rollout.backends.vllm.worker import EXTENSION_PATH
 
     policy = _Policy(str(folder), args.seed)
     sync_dir = workdir / "server-sync"

@@ -11,7 +11,7 @@ Episodes are played by tool_envs' rollout engine (transformers generation, or vL
 vLLM weight sync (``ToolEnvsGRPOTrainer``): TRL's own where it works (colocate on CUDA; server
 mode with NCCL), otherwise vLLM's ``reload_weights`` (colocate on a CPU; server mode over HTTP,
 which needs the server started with ``VLLM_SERVER_DEV_MODE=1`` and, for a model with tied
-embeddings, ``--worker-extension-cls tool_envs.integrations.vllm_worker.WeightSyncExtension``).
+embeddings, ``--worker-extension-cls tool_envs.rollout.backends.vllm.worker.WeightSyncExtension``).
 CPU configs: ``recipes/configs/calculator_cpu_grpo_vllm_{colocate,server}.yaml``.
 """
 
@@ -114,7 +114,7 @@ def train(
         resolve_chat_template,
         to_dataset,
     )
-    from tool_envs.integrations.trl.vllm_sync import ToolEnvsGRPOTrainer
+    from tool_envs.integrations.trl.trainer import ToolEnvsGRPOTrainer
 
     started = time.perf_counter()
     check_model_path(model_args.model_name_or_path)

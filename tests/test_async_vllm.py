@@ -17,7 +17,7 @@ from tool_envs.rollout import (
     RolloutEngine,
     SamplingSettings,
 )
-from tool_envs.rollout.backends.vllm import VLLMServerBackend
+from tool_envs.rollout.backends.vllm.server import VLLMServerBackend
 
 pytestmark = vllm_test
 

@@ -31,18 +31,24 @@ import openai
 import pytest
 from vllm_helpers import FaultProxy, vllm_test
 
-from tool_envs.rollout.backends.base import Generation, GenerationBackend, SamplingSettings
-from tool_envs.rollout.backends.completion_stream import StreamedChoices
-from tool_envs.rollout.backends.openai_chat import ChatTurn, OpenAIChatBackend, to_api_messages
-from tool_envs.rollout.backends.vllm import (
+from tool_envs.rollout.backends.base import (
+    Generation,
+    GenerationBackend,
     GenerationServerError,
-    VLLMColocateBackend,
-    VLLMServerBackend,
+    SamplingSettings,
+)
+from tool_envs.rollout.backends.openai_chat import ChatTurn, OpenAIChatBackend, to_api_messages
+from tool_envs.rollout.backends.vllm.answers import (
     choice_to_generation,
     completion_choices_to_generations,
     pick_served_model,
+)
+from tool_envs.rollout.backends.vllm.colocate import (
+    VLLMColocateBackend,
     request_output_to_generation,
 )
+from tool_envs.rollout.backends.vllm.server import VLLMServerBackend
+from tool_envs.rollout.backends.vllm.stream import StreamedChoices
 
 # --------------------------------------------------------------------------- a local chat server
 
@@ -628,7 +634,7 @@ def test_colocate_without_vllm_names_the_extra() -> None:
         "import sys; sys.modules['vllm'] = None\n"
         "from types import SimpleNamespace\n"
         "from tool_envs.rollout.backends.base import SamplingSettings\n"
-        "from tool_envs.rollout.backends.vllm import VLLMColocateBackend\n"
+        "from tool_envs.rollout.backends.vllm.colocate import VLLMColocateBackend\n"
         "config = SimpleNamespace(max_model_len=64, logprobs_mode='processed_logprobs')\n"
         "llm = SimpleNamespace(llm_engine=SimpleNamespace(model_config=config))\n"
         "try:\n"

@@ -46,8 +46,25 @@ def get_json(url: str) -> dict:
 
 
 def test_a_remote_env_plays_a_gold_episode_as_the_env_does(calculator_server):
+    plays_as_in_process(calculator_server.url)
+
+
+def test_inline_steps_play_as_in_process_on_the_event_loop():
+    """``inline_steps``: no thread per session, the same answers."""
+    with EnvServer(ServeConfig(CALCULATOR, inline_steps=True)) as server:
+        plays_as_in_process(server.url)
+        probe = RemoteEnv(server.url)
+        try:
+            probe.reset(seed=0)
+            (session,) = server.manager.sessions.values()
+            assert session._executor is None
+        finally:
+            probe.close()
+
+
+def plays_as_in_process(url: str) -> None:
     local = gym.make(CALCULATOR)
-    remote = RemoteEnv(calculator_server.url)
+    remote = RemoteEnv(url)
     try:
         assert remote.reset(seed=5) == local.reset(seed=5)
         assert remote.tools == local.unwrapped.tools

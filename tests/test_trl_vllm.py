@@ -53,7 +53,7 @@ def models(tmp_path_factory):
 @pytest.fixture(scope="module")
 def untied_server(models):
     """A server over the untied model, WITHOUT tool_envs' worker extension (plain reload)."""
-    from tool_envs.rollout.vllm_launch import VLLMServerProcess
+    from tool_envs.rollout.backends.vllm.launch import VLLMServerProcess
 
     with VLLMServerProcess(
         models.untied, served_model_name="tiny-untied", max_model_len=MAX_MODEL_LEN
@@ -137,8 +137,8 @@ def test_colocate_recipe_keeps_the_sampler_in_step(models, tmp_path, tied):
 
 
 def test_server_recipe_with_the_worker_extension_keeps_a_tied_head_in_step(models, tmp_path):
-    from tool_envs.integrations.vllm_worker import EXTENSION_PATH
-    from tool_envs.rollout.vllm_launch import VLLMServerProcess
+    from tool_envs.rollout.backends.vllm.launch import VLLMServerProcess
+    from tool_envs.rollout.backends.vllm.worker import EXTENSION_PATH
 
     with VLLMServerProcess(
         models.tied,
@@ -168,7 +168,7 @@ def test_a_tied_model_is_refused_by_a_server_without_the_extension(models, untie
         models.tied, untied_server.url, tmp_path / "out", models.reward, "--max_steps", 1, ok=False
     )
     assert "WeightSyncError" in log and "--worker-extension-cls" in log
-    assert "tool_envs.integrations.vllm_worker.WeightSyncExtension" in log
+    assert "tool_envs.rollout.backends.vllm.worker.WeightSyncExtension" in log
 
 
 def test_a_wrong_server_model_name_fails_naming_both(models, untied_server, tmp_path):
@@ -187,12 +187,12 @@ def test_a_wrong_server_model_name_fails_naming_both(models, untied_server, tmp_
 
 
 def test_without_nccl_the_sync_is_http_and_nccl_is_refused_clearly():
-    from tool_envs.integrations.trl.vllm_sync import (
+    from tool_envs.rollout.backends.vllm.launch import on_cpu
+    from tool_envs.rollout.backends.vllm.weight_sync import (
         WeightSyncError,
         choose_weight_sync,
         nccl_available,
     )
-    from tool_envs.rollout.vllm_launch import on_cpu
 
     if nccl_available() or not on_cpu():
         pytest.skip("this machine has CUDA: TRL's own syncs are chosen there")
@@ -207,7 +207,7 @@ def test_without_nccl_the_sync_is_http_and_nccl_is_refused_clearly():
 
 
 def test_sleep_mode_on_a_cpu_is_refused_before_vllm_starts(models, tmp_path):
-    from tool_envs.rollout.vllm_launch import on_cpu
+    from tool_envs.rollout.backends.vllm.launch import on_cpu
 
     if not on_cpu():
         pytest.skip("vLLM has sleep mode on a GPU")

@@ -16,12 +16,9 @@ from vllm_helpers import ENV_ID, MAX_MODEL_LEN, reference_logprobs, vllm_test
 
 from tool_envs.calculator import default_splits
 from tool_envs.rollout import RolloutConfig, RolloutEngine, SamplingSettings, TransformersBackend
-from tool_envs.rollout.backends.base import Generation
-from tool_envs.rollout.backends.vllm import (
-    GenerationServerError,
-    VLLMColocateBackend,
-    VLLMServerBackend,
-)
+from tool_envs.rollout.backends.base import Generation, GenerationServerError
+from tool_envs.rollout.backends.vllm.colocate import VLLMColocateBackend
+from tool_envs.rollout.backends.vllm.server import VLLMServerBackend
 from tool_envs.rollout.template import ChatTemplateRenderer
 
 pytestmark = vllm_test
@@ -232,7 +229,10 @@ def test_the_engine_guard_hides_only_what_breaks_vllms_start_up_scan():
     pytest.importorskip("bm25s", reason="the search extra (bm25s) is not installed")
     import llvmlite.binding.ffi as ffi
 
-    from tool_envs.rollout.vllm_launch import _unscannable_attributes, in_process_engine_guard
+    from tool_envs.rollout.backends.vllm.launch import (
+        _unscannable_attributes,
+        in_process_engine_guard,
+    )
 
     found = {(name, type(value).__name__) for _, name, value in _unscannable_attributes()}
     assert ("lib", "_lib_wrapper") in found
@@ -252,7 +252,7 @@ def test_a_server_started_on_chosen_cores_runs_only_there():
     import subprocess
     import sys
 
-    from tool_envs.rollout.vllm_launch import _cpu_affinity
+    from tool_envs.rollout.backends.vllm.launch import _cpu_affinity
 
     allowed = os.sched_getaffinity(0)
     chosen = {min(allowed)}

@@ -49,7 +49,7 @@ def colocated_llm(model: str | Path, **overrides: Any) -> Iterator[Any]:
     fails ("pipeline model parallel group is not initialized"). Use the session fixture
     ``colocate_llm`` (tests/conftest.py), and subprocesses for other in-process engines.
     """
-    from tool_envs.rollout.vllm_launch import build_colocated_llm
+    from tool_envs.rollout.backends.vllm.launch import build_colocated_llm
 
     llm = build_colocated_llm(model, MAX_MODEL_LEN, **overrides)
     try:

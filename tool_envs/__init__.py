@@ -12,7 +12,9 @@ Importing the package only registers the envs; heavier parts load on first use.
 
 from __future__ import annotations
 
-from tool_envs._lazy import lazy_exports
+from typing import TYPE_CHECKING
+
+from tool_envs._lazy import lazy_dir, lazy_exports
 from tool_envs.registration import ENVS, list_envs, register_envs
 
 __version__ = "0.1.0"
@@ -28,7 +30,16 @@ _LAZY = {
     "validate_row": "tool_envs.data",
 }
 
+if TYPE_CHECKING:
+    from tool_envs.core.env import ToolEnv as ToolEnv
+    from tool_envs.core.parsers import get_parser as get_parser
+    from tool_envs.core.tools import Toolset as Toolset
+    from tool_envs.core.tools import tool as tool
+    from tool_envs.data import load_tasks as load_tasks
+    from tool_envs.data import validate_row as validate_row
+
 __all__ = ["ENVS", "__version__", "list_envs", "register_envs", *_LAZY]
 
 
 __getattr__ = lazy_exports(__name__, _LAZY)
+__dir__ = lazy_dir(globals(), _LAZY)

@@ -146,6 +146,12 @@ def _add_serve_parser(commands: Any) -> None:
         help='gymnasium.make arguments of every session\'s env, e.g. {"user": "scripted"}',
     )
     serve.add_argument(
+        "--inline-steps",
+        action="store_true",
+        help="run env steps on the event loop, not a thread per session: less CPU a step for "
+        "short pure-Python envs; a step that waits (sandbox, LLM user, MCP) stalls every session",
+    )
+    serve.add_argument(
         "--token",
         help="bearer token clients must send (default: $TOOL_ENVS_SERVE_TOKEN); required to "
         "bind anything but a loopback address",
@@ -189,6 +195,7 @@ def _serve_command(parser: argparse.ArgumentParser, args: Any) -> int:
             session_timeout=args.session_timeout,
             max_message_bytes=args.max_message_bytes,
             token=args.token or os.environ.get(TOKEN_VARIABLE) or None,
+            inline_steps=args.inline_steps,
         )
     except EnvConfigError as exc:
         parser.error(str(exc))

@@ -1,27 +1,118 @@
-"""Exceptions raised by tool_envs.
+"""Exceptions raised by tool_envs: one tree, so ``except ToolEnvsError`` catches them all.
 
-Only mistakes of the *caller* raise. What a model writes never raises out of ``env.step``: it
-becomes an error observation and a counter in ``info``.
+Only mistakes of the *caller*, and failures of what an episode depends on, raise. What a model
+writes never raises out of ``env.step``: it becomes an error observation and a counter in
+``info``. Every class keeps a built-in second base where callers catch by kind (``except
+ValueError``). Classes declared beside the code that raises them (module in brackets) are
+re-exported here, imported on first use so that this module stays light.
 
     ToolEnvsError
     ├── TaskRowError          (also ValueError)  a task row is malformed
     ├── ToolDefinitionError   (also TypeError)   a Python function cannot become a tool
     ├── EnvConfigError        (also ValueError)  an env was built with bad arguments
-    │   └── UnknownEnvError                        an env id is not registered
+    │   ├── UnknownEnvError                        an env id is not registered
+    │   └── CorpusError                            a search corpus cannot be used [search.corpus]
     ├── MissingDependencyError (also ImportError) an optional extra is not installed
-    ├── MCPCallError          (also ValueError)  an MCP request failed (tool_envs.mcp.client:
-    │   MCPTimeoutError, MCPConnectionError, MCPToolError, MCPProtocolError); inside an env
-    │   these become error observations, out of reset (a server that cannot start) they raise
+    │   └── Tau2NotInstalledError                  tau2 or what its domains import [tau2.domains]
+    ├── MCPCallError          (also ValueError)  an MCP request failed [mcp.client]; inside an
+    │   │                                        env these become error observations, out of
+    │   │                                        reset (a server that cannot start) they raise
+    │   ├── MCPTimeoutError                        a call outlived its timeout
+    │   ├── MCPConnectionError                     a server cannot be started or reached, or died
+    │   ├── MCPToolError                           a tool reported failure
+    │   └── MCPProtocolError                       a JSON-RPC error (unknown tool, ...)
     ├── InfrastructureError   (also RuntimeError) a helper the episode depends on failed (user
-    │   simulator, judge, sandbox, env step); inside ``step`` it voids the episode instead of
-    │   raising (see tool_envs.core.outcome)
+    │   │                                        simulator, judge, sandbox, env step); inside
+    │   │                                        ``step`` it voids the episode instead of
+    │   │                                        raising (see tool_envs.core.outcome)
+    │   └── JudgeError                             a judge's reply has no verdicts [tau2.judge]
     ├── EnvServerUnavailableError (also ConnectionError) no env server of a remote env can be
-    │   reached (tool_envs.serve); the message names every URL and why it failed
-    └── RemoteEnvError        (also RuntimeError) an env server answered a request with an error
-        that has no local counterpart
+    │                                        reached (tool_envs.serve); the message names every
+    │                                        URL and why it failed
+    ├── RemoteEnvError        (also RuntimeError) an env server answered a request with an error
+    │                                        that has no local counterpart
+    ├── SearchError                            a web search failed; the WebSearch env shows it to
+    │                                        the model [search.base]
+    ├── SandboxUnavailable    (also RuntimeError) an isolation level cannot be had here
+    │                                        [code.sandbox.pool]
+    ├── WorkerDied            (also RuntimeError) a sandbox worker vanished or stopped answering
+    │                                        [code.sandbox.pool]
+    ├── TemplatePrefixError                    a chat template re-renders earlier turns
+    │                                        differently [rollout.template]
+    ├── RolloutVoidError      (also RuntimeError) too many episodes of a batch are void
+    │                                        [rollout.engine]
+    ├── GenerationServerError (also RuntimeError) a generation server failed or answered
+    │                                        something unusable [rollout.backends.base]
+    ├── VLLMStartError        (also RuntimeError) a vLLM server process did not become healthy
+    │                                        [rollout.backends.vllm.launch]
+    ├── WeightSyncError       (also RuntimeError) vLLM's weights cannot be kept in step with
+    │                                        the policy [rollout.backends.vllm.weight_sync]
+    ├── EvalError             (also RuntimeError) an evaluation cannot go on [eval.agents]
+    └── EpisodeInterrupted                     an evaluation is stopping; the trial is dropped
+                                             [eval.agents]
+
+``tests/test_errors.py`` walks the package and fails on an exception class outside this tree.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tool_envs._lazy import lazy_dir, lazy_exports
+
+_LAZY = {
+    "CorpusError": "tool_envs.search.corpus",
+    "Tau2NotInstalledError": "tool_envs.tau2.domains",
+    "MCPCallError": "tool_envs.mcp.client",
+    "MCPConnectionError": "tool_envs.mcp.client",
+    "MCPProtocolError": "tool_envs.mcp.client",
+    "MCPTimeoutError": "tool_envs.mcp.client",
+    "MCPToolError": "tool_envs.mcp.client",
+    "JudgeError": "tool_envs.tau2.judge",
+    "SearchError": "tool_envs.search.base",
+    "SandboxUnavailable": "tool_envs.code.sandbox.pool",
+    "WorkerDied": "tool_envs.code.sandbox.pool",
+    "TemplatePrefixError": "tool_envs.rollout.template",
+    "RolloutVoidError": "tool_envs.rollout.engine",
+    "GenerationServerError": "tool_envs.rollout.backends.base",
+    "VLLMStartError": "tool_envs.rollout.backends.vllm.launch",
+    "WeightSyncError": "tool_envs.rollout.backends.vllm.weight_sync",
+    "EvalError": "tool_envs.eval.agents",
+    "EpisodeInterrupted": "tool_envs.eval.agents",
+}
+
+if TYPE_CHECKING:
+    from tool_envs.code.sandbox.pool import SandboxUnavailable as SandboxUnavailable
+    from tool_envs.code.sandbox.pool import WorkerDied as WorkerDied
+    from tool_envs.eval.agents import EpisodeInterrupted as EpisodeInterrupted
+    from tool_envs.eval.agents import EvalError as EvalError
+    from tool_envs.mcp.client import MCPCallError as MCPCallError
+    from tool_envs.mcp.client import MCPConnectionError as MCPConnectionError
+    from tool_envs.mcp.client import MCPProtocolError as MCPProtocolError
+    from tool_envs.mcp.client import MCPTimeoutError as MCPTimeoutError
+    from tool_envs.mcp.client import MCPToolError as MCPToolError
+    from tool_envs.rollout.backends.base import GenerationServerError as GenerationServerError
+    from tool_envs.rollout.backends.vllm.launch import VLLMStartError as VLLMStartError
+    from tool_envs.rollout.backends.vllm.weight_sync import WeightSyncError as WeightSyncError
+    from tool_envs.rollout.engine import RolloutVoidError as RolloutVoidError
+    from tool_envs.rollout.template import TemplatePrefixError as TemplatePrefixError
+    from tool_envs.search.base import SearchError as SearchError
+    from tool_envs.search.corpus import CorpusError as CorpusError
+    from tool_envs.tau2.domains import Tau2NotInstalledError as Tau2NotInstalledError
+    from tool_envs.tau2.judge import JudgeError as JudgeError
+
+__all__ = [
+    "EnvConfigError",
+    "EnvServerUnavailableError",
+    "InfrastructureError",
+    "MissingDependencyError",
+    "RemoteEnvError",
+    "TaskRowError",
+    "ToolDefinitionError",
+    "ToolEnvsError",
+    "UnknownEnvError",
+    *_LAZY,
+]
 
 
 class ToolEnvsError(Exception):
@@ -129,3 +220,7 @@ class RemoteEnvError(ToolEnvsError, RuntimeError):
         self.code = code
         self.exception = exception
         super().__init__(message)
+
+
+__getattr__ = lazy_exports(__name__, _LAZY)
+__dir__ = lazy_dir(globals(), _LAZY)

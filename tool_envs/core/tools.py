@@ -34,6 +34,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 _TOOL_OPTIONS = "__tool_envs_options__"
 
 
+@functools.lru_cache(maxsize=1024)
+def _compiled_check(parameters_json: str) -> Callable[[Any], Any]:
+    """fastjsonschema's compiled check for one schema, shared by every env instance (compiling
+    costs ~1 ms; an env server makes an env per session and its tools per env)."""
+    return fastjsonschema.compile(json.loads(parameters_json), use_default=False)
+
+
 @dataclass(frozen=True)
 class ToolOptions:
     """Per-tool settings given with the :func:`tool` decorator.
@@ -98,7 +105,7 @@ class Tool:
         Raises ``fastjsonschema.JsonSchemaException`` on invalid arguments; never fills in
         defaults, so the arguments reach the tool exactly as the model wrote them.
         """
-        return fastjsonschema.compile(self.schema["function"]["parameters"], use_default=False)
+        return _compiled_check(json.dumps(self.schema["function"]["parameters"], sort_keys=True))
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)

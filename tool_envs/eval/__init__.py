@@ -11,7 +11,9 @@ the pure pass@k / pass^k estimators.
 
 from __future__ import annotations
 
-from tool_envs._lazy import lazy_exports
+from typing import TYPE_CHECKING
+
+from tool_envs._lazy import lazy_dir, lazy_exports
 
 _LAZY = {
     "EvalConfig": "tool_envs.eval.runner",
@@ -29,6 +31,22 @@ _LAZY = {
     "check_command": "tool_envs.eval.commands",
 }
 
+if TYPE_CHECKING:
+    from tool_envs.eval.agents import EvalError as EvalError
+    from tool_envs.eval.agents import GoldAgent as GoldAgent
+    from tool_envs.eval.agents import NoopAgent as NoopAgent
+    from tool_envs.eval.agents import OpenAIAgent as OpenAIAgent
+    from tool_envs.eval.check import check_env_id as check_env_id
+    from tool_envs.eval.commands import check_command as check_command
+    from tool_envs.eval.commands import eval_command as eval_command
+    from tool_envs.eval.metrics import pass_at_k as pass_at_k
+    from tool_envs.eval.metrics import pass_hat_k as pass_hat_k
+    from tool_envs.eval.metrics import summarize as summarize
+    from tool_envs.eval.runner import EvalConfig as EvalConfig
+    from tool_envs.eval.runner import EvalResult as EvalResult
+    from tool_envs.eval.runner import run_eval as run_eval
+
 __all__ = list(_LAZY)
 
 __getattr__ = lazy_exports(__name__, _LAZY)
+__dir__ = lazy_dir(globals(), _LAZY)

@@ -34,7 +34,7 @@ class EvalError(ToolEnvsError, RuntimeError):
     """The evaluation cannot go on (bad input, unreachable API); finished trials are kept."""
 
 
-class EpisodeInterrupted(Exception):
+class EpisodeInterrupted(ToolEnvsError):
     """The run is stopping (Ctrl-C or another trial's fatal error); this trial is dropped."""
 
 

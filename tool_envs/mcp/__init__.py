@@ -11,7 +11,9 @@ Importing this package does not import the ``mcp`` SDK; the names below load on 
 
 from __future__ import annotations
 
-from tool_envs._lazy import lazy_exports
+from typing import TYPE_CHECKING
+
+from tool_envs._lazy import lazy_dir, lazy_exports
 
 _EXPORTS = {
     "MCPEnv": "tool_envs.mcp.env",
@@ -30,7 +32,24 @@ _EXPORTS = {
     "parse_ground_truth": "tool_envs.mcp.reward",
 }
 
+if TYPE_CHECKING:
+    from tool_envs.mcp.client import MCPCallError as MCPCallError
+    from tool_envs.mcp.client import MCPConnectionError as MCPConnectionError
+    from tool_envs.mcp.client import MCPProtocolError as MCPProtocolError
+    from tool_envs.mcp.client import MCPServerConnection as MCPServerConnection
+    from tool_envs.mcp.client import MCPTimeoutError as MCPTimeoutError
+    from tool_envs.mcp.client import MCPToolError as MCPToolError
+    from tool_envs.mcp.client import close_all as close_all
+    from tool_envs.mcp.client import get_connection as get_connection
+    from tool_envs.mcp.config import load_servers as load_servers
+    from tool_envs.mcp.env import MCPEnv as MCPEnv
+    from tool_envs.mcp.reward import RewardConfig as RewardConfig
+    from tool_envs.mcp.reward import RewardWeights as RewardWeights
+    from tool_envs.mcp.reward import compute_reward as compute_reward
+    from tool_envs.mcp.reward import parse_ground_truth as parse_ground_truth
+
 __all__ = sorted(_EXPORTS)
 
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)
+__dir__ = lazy_dir(globals(), _EXPORTS)

@@ -5,7 +5,9 @@ Names load lazily so that importing one piece does not import torch or the other
 
 from __future__ import annotations
 
-from tool_envs._lazy import lazy_exports
+from typing import TYPE_CHECKING
+
+from tool_envs._lazy import lazy_dir, lazy_exports
 
 _LAZY = {
     "Rollout": "tool_envs.rollout.engine",
@@ -13,7 +15,7 @@ _LAZY = {
     "RolloutEngine": "tool_envs.rollout.engine",
     "RolloutVoidError": "tool_envs.rollout.engine",
     "AsyncRolloutEngine": "tool_envs.rollout.async_engine",
-    "AsyncGenerationBackend": "tool_envs.rollout.async_engine",
+    "AsyncGenerationBackend": "tool_envs.rollout.backends.base",
     "ChatTemplateRenderer": "tool_envs.rollout.template",
     "TemplatePrefixError": "tool_envs.rollout.template",
     "check_chat_template": "tool_envs.rollout.template_check",
@@ -23,14 +25,37 @@ _LAZY = {
     "GenerationBackend": "tool_envs.rollout.backends.base",
     "SamplingSettings": "tool_envs.rollout.backends.base",
     "TransformersBackend": "tool_envs.rollout.backends.hf",
-    "VLLMColocateBackend": "tool_envs.rollout.backends.vllm",
-    "VLLMServerBackend": "tool_envs.rollout.backends.vllm",
+    "VLLMColocateBackend": "tool_envs.rollout.backends.vllm.colocate",
+    "VLLMServerBackend": "tool_envs.rollout.backends.vllm.server",
     "OpenAIChatBackend": "tool_envs.rollout.backends.openai_chat",
     "ChatTurn": "tool_envs.rollout.backends.openai_chat",
     "gold_sft_rows": "tool_envs.rollout.sft",
 }
 
+if TYPE_CHECKING:
+    from tool_envs.rollout.async_engine import AsyncRolloutEngine as AsyncRolloutEngine
+    from tool_envs.rollout.backends.base import AsyncGenerationBackend as AsyncGenerationBackend
+    from tool_envs.rollout.backends.base import Generation as Generation
+    from tool_envs.rollout.backends.base import GenerationBackend as GenerationBackend
+    from tool_envs.rollout.backends.base import SamplingSettings as SamplingSettings
+    from tool_envs.rollout.backends.hf import TransformersBackend as TransformersBackend
+    from tool_envs.rollout.backends.openai_chat import ChatTurn as ChatTurn
+    from tool_envs.rollout.backends.openai_chat import OpenAIChatBackend as OpenAIChatBackend
+    from tool_envs.rollout.backends.vllm.colocate import VLLMColocateBackend as VLLMColocateBackend
+    from tool_envs.rollout.backends.vllm.server import VLLMServerBackend as VLLMServerBackend
+    from tool_envs.rollout.engine import Rollout as Rollout
+    from tool_envs.rollout.engine import RolloutConfig as RolloutConfig
+    from tool_envs.rollout.engine import RolloutEngine as RolloutEngine
+    from tool_envs.rollout.engine import RolloutVoidError as RolloutVoidError
+    from tool_envs.rollout.sft import gold_sft_rows as gold_sft_rows
+    from tool_envs.rollout.template import ChatTemplateRenderer as ChatTemplateRenderer
+    from tool_envs.rollout.template import TemplatePrefixError as TemplatePrefixError
+    from tool_envs.rollout.template_check import TemplateProblem as TemplateProblem
+    from tool_envs.rollout.template_check import TemplateReport as TemplateReport
+    from tool_envs.rollout.template_check import check_chat_template as check_chat_template
+
 __all__ = sorted(_LAZY)
 
 
 __getattr__ = lazy_exports(__name__, _LAZY)
+__dir__ = lazy_dir(globals(), _LAZY)

@@ -24,34 +24,17 @@ import threading
 import time
 from collections.abc import Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, TypeVar
 
-from tool_envs.rollout.backends.base import Generation, SamplingSettings
-from tool_envs.rollout.backends.vllm import GenerationServerError
+from tool_envs.rollout.backends.base import (
+    AsyncGenerationBackend,
+    Generation,
+    GenerationServerError,
+    SamplingSettings,
+)
 from tool_envs.rollout.engine import EpisodeRunner, Rollout, RolloutConfig, _Episode
 
 T = TypeVar("T")
-
-
-@runtime_checkable
-class AsyncGenerationBackend(Protocol):
-    """Continues ONE token sequence per call; concurrent calls are batched by the server.
-
-    The contract of :class:`~tool_envs.rollout.backends.base.GenerationBackend` holds per call
-    (at most ``max_tokens``, stop after the first stop token and keep it, processed logprobs).
-    A server failure raises :class:`~tool_envs.rollout.backends.vllm.GenerationServerError`,
-    which voids that episode only. ``max_model_len`` (optional) bounds prompt plus generation.
-    :class:`~tool_envs.rollout.backends.vllm.VLLMServerBackend` implements it.
-    """
-
-    async def agenerate(
-        self,
-        prompt: list[int],
-        max_tokens: int,
-        settings: SamplingSettings,
-        *,
-        seed: int | None = None,
-    ) -> Generation: ...
 
 
 class BusyClock:

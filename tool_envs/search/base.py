@@ -7,6 +7,8 @@ import abc
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from tool_envs.errors import ToolEnvsError
+
 
 @dataclass(frozen=True)
 class SearchResult:
@@ -26,7 +28,7 @@ class SearchResult:
         return cls(**data)
 
 
-class SearchError(Exception):
+class SearchError(ToolEnvsError):
     """A search that failed; the message is written for the model (it becomes an observation).
 
     ``retryable`` marks transient failures (429, 5xx, timeouts, connection errors) that the retry

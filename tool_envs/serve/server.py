@@ -4,7 +4,10 @@ One WebSocket connection on ``/ws`` is one session with its own env, made with
 ``gymnasium.make(env_id, **env_kwargs)`` when the connection opens and closed when it ends: a
 ``close`` frame, a disconnect, an idle timeout, or the server shutting down. Each session's env
 calls run in the session's own thread, never on the event loop, so a slow step (a sandbox, a
-simulated user's API) stalls no other session and the loop keeps answering pings.
+simulated user's API) stalls no other session and the loop keeps answering pings. With
+``inline_steps`` they run on the event loop instead: for envs whose steps are pure Python and
+short (Calculator, tau domains with the scripted user), where threads buy no concurrency under
+the GIL and the hand-off to a thread costs more than the step (see ``benchmarks/env_server.py``).
 
 What keeps a server standing:
 
@@ -65,6 +68,9 @@ class ServeConfig:
         session_timeout: Seconds a session may stay silent before it is closed.
         max_message_bytes: Largest frame accepted.
         token: Bearer token clients must send (``Authorization: Bearer <token>``).
+        inline_steps: Run env calls on the event loop, not in each session's thread: less CPU a
+            step for short, CPU-bound steps; a step that waits (a sandbox run, an LLM user, an
+            MCP call) would stall every session of the server, so leave it off for those envs.
     """
 
     env_id: str
@@ -75,6 +81,7 @@ class ServeConfig:
     session_timeout: float = 600.0
     max_message_bytes: int = 16 * 2**20
     token: str | None = None
+    inline_steps: bool = False
 
     def __post_init__(self) -> None:
         if self.max_sessions < 1:
@@ -121,9 +128,15 @@ class Session:
         self.env: gym.Env | None = None
         self.episode_id: str | None = None
         self.steps = 0
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tool-envs-session")
+        self._executor = (
+            None
+            if config.inline_steps
+            else ThreadPoolExecutor(max_workers=1, thread_name_prefix="tool-envs-session")
+        )
 
     async def call(self, function: Any, *args: Any) -> Any:
+        if self._executor is None:
+            return function(*args)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, function, *args)
 
@@ -183,6 +196,9 @@ class Session:
                     logger.exception("closing the env of session %s failed", self.id)
                 self.env = None
 
+        if self._executor is None:
+            close_env()
+            return
         try:
             self._executor.submit(close_env)
         except RuntimeError:  # already shut down

@@ -39,6 +39,7 @@ from tool_envs.code.sandbox.isolation import (
     filesystem_plan,
     namespaces_command,
 )
+from tool_envs.errors import ToolEnvsError
 
 _uid_counter = itertools.count()
 _uid_lock = threading.Lock()
@@ -52,11 +53,11 @@ DEFAULT_PRELOAD = (
 )  # fmt: skip
 
 
-class SandboxUnavailable(RuntimeError):
+class SandboxUnavailable(ToolEnvsError, RuntimeError):
     """The requested isolation level cannot be had here (the message says what is missing)."""
 
 
-class WorkerDied(RuntimeError):
+class WorkerDied(ToolEnvsError, RuntimeError):
     """The worker process vanished or stopped answering."""
 
 

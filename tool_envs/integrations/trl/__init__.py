@@ -11,11 +11,14 @@
     )
 
 With vLLM, use ``ToolEnvsGRPOTrainer`` (same arguments) instead of ``GRPOTrainer``: its weight
-sync also works without a GPU (colocate, and a server without NCCL); see ``vllm_sync``.
+sync also works without a GPU (colocate, and a server without NCCL); see ``trainer``.
 
 Pinned to TRL 1.16 (``trl>=1.16,<1.17``): the rollout and environment APIs are experimental there.
 """
 
+from typing import TYPE_CHECKING
+
+from tool_envs._lazy import lazy_dir, lazy_exports
 from tool_envs.integrations.trl.environment import TaskRowEnvironment
 from tool_envs.integrations.trl.rewards import env_reward, reward_info_func
 from tool_envs.integrations.trl.rollout_func import make_rollout_func, rollouts_to_batch
@@ -33,14 +36,17 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    # Lazy: importing TRL's trainer pulls in transformers' Trainer; only the trainer needs it.
-    if name == "ToolEnvsGRPOTrainer":
-        from tool_envs.integrations.trl.vllm_sync import ToolEnvsGRPOTrainer
+# Lazy: importing TRL's trainer pulls in transformers' Trainer; only the trainers need it.
+_LAZY = {
+    "ToolEnvsGRPOTrainer": "tool_envs.integrations.trl.trainer",
+    "ToolEnvsRolloutWorker": "tool_envs.integrations.trl.async_worker",  # AsyncGRPOTrainer
+}
 
-        return ToolEnvsGRPOTrainer
-    if name == "ToolEnvsRolloutWorker":  # for TRL's AsyncGRPOTrainer
-        from tool_envs.integrations.trl.async_worker import ToolEnvsRolloutWorker
+if TYPE_CHECKING:
+    from tool_envs.integrations.trl.async_worker import (
+        ToolEnvsRolloutWorker as ToolEnvsRolloutWorker,
+    )
+    from tool_envs.integrations.trl.trainer import ToolEnvsGRPOTrainer as ToolEnvsGRPOTrainer
 
-        return ToolEnvsRolloutWorker
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)
+__dir__ = lazy_dir(globals(), _LAZY)

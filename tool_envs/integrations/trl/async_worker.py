@@ -223,7 +223,7 @@ def _run(kwargs: dict[str, Any], buffer: Any, metrics: Any, shared: _Shared) -> 
 class _GroupLoop:
     def __init__(self, kwargs: dict[str, Any], buffer: Any, metrics: Any, shared: _Shared):
         from tool_envs.rollout.async_engine import AsyncRolloutEngine
-        from tool_envs.rollout.backends.vllm import VLLMServerBackend
+        from tool_envs.rollout.backends.vllm.server import VLLMServerBackend
 
         tokenizer = kwargs["tokenizer"]
         if isinstance(tokenizer, str):

@@ -9,8 +9,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from tool_envs.integrations.trl.environment import TaskRowEnvironment
-from tool_envs.rollout.async_engine import AsyncGenerationBackend, AsyncRolloutEngine
-from tool_envs.rollout.backends.base import GenerationBackend, SamplingSettings
+from tool_envs.rollout.async_engine import AsyncRolloutEngine
+from tool_envs.rollout.backends.base import (
+    AsyncGenerationBackend,
+    GenerationBackend,
+    SamplingSettings,
+)
 from tool_envs.rollout.backends.hf import TransformersBackend
 from tool_envs.rollout.engine import EpisodeRunner, Rollout, RolloutConfig, RolloutEngine
 
@@ -239,7 +243,8 @@ def default_backend(trainer: Any, server_model: str | None = None) -> Generation
         return TransformersBackend(
             trainer.model, pad_token_id=trainer.processing_class.pad_token_id
         )
-    from tool_envs.rollout.backends.vllm import VLLMColocateBackend, VLLMServerBackend
+    from tool_envs.rollout.backends.vllm.colocate import VLLMColocateBackend
+    from tool_envs.rollout.backends.vllm.server import VLLMServerBackend
 
     if args.vllm_mode == "colocate":
         if args.vllm_tensor_parallel_size != 1:

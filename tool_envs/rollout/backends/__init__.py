@@ -1,5 +1,23 @@
-"""Token-level generation backends for the rollout engine (transformers, vLLM, ...)."""
+"""Token-level generation backends for the rollout engines (transformers, vLLM, OpenAI chat).
 
-from tool_envs.rollout.backends.base import Generation, GenerationBackend, SamplingSettings
+``base`` holds both contracts and their error; ``hf``, ``vllm/`` and ``openai_chat`` implement
+them.
+"""
 
-__all__ = ["Generation", "GenerationBackend", "SamplingSettings"]
+from tool_envs.rollout.backends.base import (
+    LOGPROB_DEFINITION,
+    AsyncGenerationBackend,
+    Generation,
+    GenerationBackend,
+    GenerationServerError,
+    SamplingSettings,
+)
+
+__all__ = [
+    "LOGPROB_DEFINITION",
+    "AsyncGenerationBackend",
+    "Generation",
+    "GenerationBackend",
+    "GenerationServerError",
+    "SamplingSettings",
+]

@@ -1,8 +1,18 @@
-"""What a token-level generation backend provides to the rollout engine.
+"""What a token-level generation backend provides to the rollout engines, and how it fails.
 
-The engine owns the conversation; a backend only continues token sequences. One call of
-``generate`` serves every live episode of a turn, so a backend can batch them (transformers) or
-submit them together (vLLM), and the engine makes exactly one generation call per turn.
+The engines own the conversation; a backend only continues token sequences. Two contracts, one
+per engine:
+
+- :class:`GenerationBackend` (lockstep :class:`~tool_envs.rollout.engine.RolloutEngine`): one
+  call of ``generate`` serves every live episode of a turn, so a backend can batch them
+  (transformers) or submit them together (vLLM), and the engine makes exactly one generation
+  call per turn.
+- :class:`AsyncGenerationBackend` (:class:`~tool_envs.rollout.async_engine.AsyncRolloutEngine`):
+  one ``agenerate`` call per episode turn, sent the moment its env step returns; a
+  continuous-batching server batches whatever is in flight.
+
+A server that cannot be reached or answers something unusable raises
+:class:`GenerationServerError`; the asynchronous engine voids only that episode.
 
 Logprobs mean one thing on every backend: what TRL's importance-sampling correction compares the
 trainer's log-probabilities against, i.e. vLLM's ``logprobs_mode="processed_logprobs"`` (TRL
@@ -24,6 +34,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
+
+from tool_envs.errors import ToolEnvsError
 
 LOGPROB_DEFINITION = "processed_logprobs"
 """The vLLM ``logprobs_mode`` whose values every backend returns (see the module docstring)."""
@@ -134,3 +146,38 @@ class GenerationBackend(Protocol):
     def generate(
         self, prompts: list[list[int]], max_tokens: list[int], settings: SamplingSettings
     ) -> list[Generation]: ...
+
+
+@runtime_checkable
+class AsyncGenerationBackend(Protocol):
+    """Continues ONE token sequence per call; concurrent calls are batched by the server.
+
+    The contract of :class:`GenerationBackend` holds per call (at most ``max_tokens``, stop after
+    the first stop token and keep it, processed logprobs). A server failure raises
+    :class:`GenerationServerError`, which voids that episode only. ``max_model_len`` (optional)
+    bounds prompt plus generation. :class:`~tool_envs.rollout.backends.vllm.VLLMServerBackend`
+    implements it.
+    """
+
+    async def agenerate(
+        self,
+        prompt: list[int],
+        max_tokens: int,
+        settings: SamplingSettings,
+        *,
+        seed: int | None = None,
+    ) -> Generation: ...
+
+
+class GenerationServerError(ToolEnvsError, RuntimeError):
+    """A generation server could not be reached, failed, or answered something we cannot use.
+
+    Attributes:
+        url: The endpoint that was called.
+        status: The HTTP status, when the server answered at all.
+    """
+
+    def __init__(self, message: str, *, url: str, status: int | None = None):
+        self.url = url
+        self.status = status
+        super().__init__(message)

