@@ -219,6 +219,8 @@ def _serve_on_ray(parser: argparse.ArgumentParser, args: Any, config: Any) -> in
             max_sessions=args.max_sessions,
             env_kwargs=args.env_kwargs,
             max_restarts=args.max_restarts,
+            session_timeout=args.session_timeout,
+            inline_steps=args.inline_steps,
         )
     except EnvConfigError as exc:
         parser.error(str(exc))

@@ -13,7 +13,9 @@ Errors (both :class:`~tool_envs.errors.ToolEnvsError`):
 
 from __future__ import annotations
 
-from tool_envs._lazy import lazy_exports
+from typing import TYPE_CHECKING
+
+from tool_envs._lazy import lazy_dir, lazy_exports
 
 _LAZY = {
     "EnvServerLostError": "tool_envs.serve.cluster.errors",
@@ -25,7 +27,17 @@ _LAZY = {
     "parse_server_specs": "tool_envs.serve.cluster.launcher",
 }
 
+if TYPE_CHECKING:
+    from tool_envs.serve.cluster.errors import EnvServerLostError as EnvServerLostError
+    from tool_envs.serve.cluster.errors import RayVersionError as RayVersionError
+    from tool_envs.serve.cluster.launcher import RayEnvServers as RayEnvServers
+    from tool_envs.serve.cluster.launcher import ServerSpec as ServerSpec
+    from tool_envs.serve.cluster.launcher import parse_server_specs as parse_server_specs
+    from tool_envs.serve.cluster.versions import check_ray_version as check_ray_version
+    from tool_envs.serve.cluster.versions import cluster_ray_version as cluster_ray_version
+
 __all__ = sorted(_LAZY)
 
 
 __getattr__ = lazy_exports(__name__, _LAZY)
+__dir__ = lazy_dir(globals(), _LAZY)

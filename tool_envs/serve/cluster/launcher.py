@@ -40,6 +40,8 @@ class ServerSpec:
         max_sessions: Sessions (envs) per server.
         env_kwargs: ``gymnasium.make`` arguments of the served env.
         max_restarts: Times Ray restarts a dead server before it is lost for good.
+        session_timeout: Seconds a silent session is kept (``tool-envs serve``'s option).
+        inline_steps: Run env steps on the server's event loop (``--inline-steps``).
     """
 
     env_id: str
@@ -49,6 +51,8 @@ class ServerSpec:
     max_sessions: int = 64
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     max_restarts: int = 3
+    session_timeout: float = 600.0
+    inline_steps: bool = False
 
     def __post_init__(self) -> None:
         if self.servers < 1:
@@ -162,6 +166,8 @@ class RayEnvServers:
                         host=host,
                         port=ports.pop(),
                         max_sessions=spec.max_sessions,
+                        session_timeout=spec.session_timeout,
+                        inline_steps=spec.inline_steps,
                         token=token,
                     )
                     self._servers.append(_Server(spec, index, actor_class.remote(config)))
