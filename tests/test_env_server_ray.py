@@ -4,6 +4,7 @@ resources, an actor killed mid-batch, the CLI under a signal, and the GRPO recip
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 
@@ -123,8 +124,11 @@ def test_servers_land_where_their_resources_are_and_play_episodes(cluster):
 
 
 def test_an_actor_killed_mid_batch_voids_its_episodes_and_comes_back(cluster, tokenizer):
+    """Killed mid-batch: its episodes void, the batch finishes, Ray restarts it at its address
+    and the pool readmits it; restarted at a new address, the pool follows; past
+    ``max_restarts``, a clear error."""
     tasks, scripts = family_tasks(CALCULATOR, 4)
-    spec = ServerSpec(CALCULATOR, servers=2, num_cpus=0, max_restarts=1)
+    spec = ServerSpec(CALCULATOR, servers=2, num_cpus=0, max_restarts=2)
     with RayEnvServers([spec]) as servers:
         victim = servers.actors()[0]
         victim_url = servers.urls[CALCULATOR][0]
@@ -153,6 +157,23 @@ def test_an_actor_killed_mid_batch_voids_its_episodes_and_comes_back(cluster, to
             backend.fired, backend.calls = True, 0
             second = engine.run(tasks, seeds=[0, 1, 2, 3])
             assert all(r.success for r in second)
+            assert ray.get(victim.info.remote())["active_sessions"] >= 1
+            # Restarted where its port is taken (as on another node): a new address, which
+            # check() reports and records, and the engine's pool follows.
+            pid = ray.get(victim.info.remote())["pid"]
+            ray.kill(victim, no_restart=False)
+            assert wait_for(lambda: not os.path.exists(f"/proc/{pid}"), timeout=30)
+            changes = []
+            port = int(victim_url.rsplit(":", 1)[1])
+            with socket.create_server(("127.0.0.1", port)):
+                assert wait_for(
+                    lambda: changes.extend(servers.check()) or bool(changes), timeout=120, every=0.5
+                )
+            moved_url = servers.urls[CALCULATOR][0]
+            assert changes == [f"{CALCULATOR} server 0 restarted at {moved_url} (was {victim_url})"]
+            third = engine.run(tasks, seeds=[0, 1, 2, 3])
+            assert all(r.success for r in third)
+            assert moved_url in engine.pool._servers[CALCULATOR].urls
             assert ray.get(victim.info.remote())["active_sessions"] >= 1
         # Killed once more: past max_restarts, a clear error names the server.
         ray.kill(victim, no_restart=False)

@@ -3,8 +3,9 @@
 Load is the number of sessions this process holds on each server. A server that refuses a
 connection or does not finish the WebSocket handshake in time is marked dead: no session goes to
 it, so a training run does not wait on a dead peer over and over. A dead server is readmitted
-once its ``/health`` answers again (a server Ray restarted at the same address), checked at most
-once per ``recheck_after`` seconds, with a short timeout, by the session that would use it. A
+once its ``/health`` answers again (a server Ray restarted at the same address, or at the new
+one :func:`server_moved` recorded), checked at most once per ``recheck_after`` seconds, with a
+short timeout, by the session that would use it. A
 full server (``CAPACITY_REACHED``) is skipped for that session only.
 """
 
@@ -21,6 +22,13 @@ from urllib.parse import urlsplit, urlunsplit
 from tool_envs.errors import EnvServerUnavailableError
 
 _TIE_BREAK = itertools.count()
+_MOVED: dict[str, str] = {}  # old URL -> new URL of servers restarted elsewhere (this process)
+
+
+def server_moved(old: str, new: str) -> None:
+    """Record that the server at ``old`` now serves at ``new`` (Ray restarted it on another node
+    or port): every pool of this process swaps the address when it next rechecks ``old``."""
+    _MOVED[normalise_url(old)] = normalise_url(new)
 
 
 def normalise_url(url: str) -> str:
@@ -113,9 +121,23 @@ class EnvServerPool:
             for url in due:  # one check per interval, whoever asks
                 self._dead_since[url] = now
         for url in due:
-            if is_healthy(url, self.health_timeout):
+            current = self._follow_move(url)
+            if is_healthy(current, self.health_timeout):
                 with self._lock:
-                    self.dead.pop(url, None)
+                    self.dead.pop(current, None)
+
+    def _follow_move(self, url: str) -> str:
+        """The address ``url``'s server has now (itself when it did not move)."""
+        current = url
+        while current in _MOVED and _MOVED[current] not in self.urls:
+            current = _MOVED[current]
+        if current != url:
+            with self._lock:
+                self.urls[self.urls.index(url)] = current
+                self.load[current] = self.load.pop(url)
+                self.dead[current] = self.dead.pop(url)
+                self._dead_since[current] = self._dead_since.pop(url)
+        return current
 
     def unavailable(self, failures: dict[str, str]) -> EnvServerUnavailableError:
         """The error for "no server could take the session", naming every URL."""

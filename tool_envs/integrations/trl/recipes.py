@@ -112,6 +112,7 @@ def run_env_servers(env_args: EpisodeArguments) -> Iterator[dict[str, Any]]:
             f"{sorted(both)} in both env_servers and ray_env_servers: serve each env one way"
         )
     with RayEnvServers(specs) as servers:
+        servers.watch()  # the engines' pools follow a server restarted at a new address
         print(f"env servers on Ray: {json.dumps(servers.urls)}", flush=True)
         yield {**env_servers, **servers.urls}
 

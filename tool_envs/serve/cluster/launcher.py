@@ -11,9 +11,11 @@ answers. The actors belong to this process's Ray job: if the process dies, Ray r
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import secrets
 import socket
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +24,10 @@ from tool_envs.errors import EnvConfigError, MissingDependencyError
 from tool_envs.serve.cluster.actor import EnvServerActor
 from tool_envs.serve.cluster.errors import EnvServerLostError
 from tool_envs.serve.cluster.versions import check_ray_version, cluster_ray_version
+from tool_envs.serve.pool import server_moved
 from tool_envs.serve.server import TOKEN_VARIABLE, ServeConfig, is_loopback
+
+logger = logging.getLogger(__name__)
 
 LOCAL_OBJECT_STORE_BYTES = 80 * 2**20
 """A local cluster started here moves no data through Ray: its object store stays small."""
@@ -133,6 +138,7 @@ class RayEnvServers:
         self.startup_timeout = startup_timeout
         self.started_cluster = False
         self.new_token: str | None = None
+        self._watching: threading.Event | None = None
         self._connected_here = False
         self._servers: list[_Server] = []
 
@@ -197,10 +203,31 @@ class RayEnvServers:
             if info["pid"] != server.pid:  # a new process: Ray restarted it
                 server.pid = info["pid"]
                 moved = "" if info["url"] == server.url else f" (was {server.url})"
+                if moved:
+                    server_moved(server.url, info["url"])  # this process's pools follow it
                 server.url = info["url"]
                 changes.append(f"{server.spec.env_id} server {server.index} restarted at "
                                f"{server.url}{moved}")  # fmt: skip
         return changes
+
+    def watch(self, every: float = 5.0) -> None:
+        """Call :meth:`check` every ``every`` seconds in a background thread until :meth:`stop`,
+        so that this process's pools follow a server Ray restarted at a new address; a server
+        lost for good is logged (its episodes are void; the others go on)."""
+        stop = self._watching = threading.Event()
+
+        def loop() -> None:
+            while not stop.wait(every):
+                try:
+                    for change in self.check():
+                        logger.warning("%s", change)
+                except EnvServerLostError as exc:
+                    logger.error("%s", exc)
+                    return
+                except Exception:  # Ray shutting down under the watcher: stop watching
+                    return
+
+        threading.Thread(target=loop, name="ray-env-server-watch", daemon=True).start()
 
     def actors(self) -> list[Any]:
         """The servers' actor handles, in the order of :attr:`urls`."""
@@ -209,6 +236,8 @@ class RayEnvServers:
     def stop(self) -> None:
         """Stop every server (sessions closed), kill its actor, and shut Ray down where it was
         started or connected here; idempotent."""
+        if self._watching is not None:
+            self._watching.set()
         with contextlib.suppress(ImportError):
             import ray
 
