@@ -247,7 +247,15 @@ class RayEnvServers:
                     stopping.append(server.actor.stop.remote())
             with contextlib.suppress(Exception):
                 ray.wait(stopping, num_returns=len(stopping), timeout=30)
+            # Exit each actor and wait until it has: when stop() returns, none is left (a bare
+            # ray.kill only asks, and the actor could still answer a call after it).
+            exiting = []
             for server in self._servers:
+                with contextlib.suppress(Exception):
+                    exiting.append(server.actor.__ray_terminate__.remote())
+            with contextlib.suppress(Exception):
+                ray.wait(exiting, num_returns=len(exiting), timeout=30)
+            for server in self._servers:  # one that did not exit in time
                 with contextlib.suppress(Exception):
                     ray.kill(server.actor, no_restart=True)
             self._servers = []
