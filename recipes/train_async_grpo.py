@@ -86,6 +86,13 @@ def build_worker(
 
 
 def main(env_args: AsyncEnvArguments, args: AsyncGRPOConfig) -> None:
+    from tool_envs.integrations.trl.recipes import run_env_servers
+
+    with run_env_servers(env_args) as env_servers:  # servers on Ray, if asked, stop after
+        train(env_args, args, env_servers)
+
+
+def train(env_args: AsyncEnvArguments, args: AsyncGRPOConfig, env_servers: dict) -> None:
     from transformers import AutoTokenizer
 
     from tool_envs.integrations.trl import env_reward
@@ -101,7 +108,6 @@ def main(env_args: AsyncEnvArguments, args: AsyncGRPOConfig) -> None:
     tokenizer = AutoTokenizer.from_pretrained(env_args.model_name_or_path)
     env_kwargs = parse_json_argument("env_kwargs", env_args.env_kwargs)
     template_kwargs = parse_json_argument("template_kwargs", env_args.template_kwargs)
-    env_servers = parse_json_argument("env_servers", env_args.env_servers)
     for line in check_setup(tokenizer, rows, env_kwargs, template_kwargs, env_servers):
         print(line)
     worker = build_worker(env_args, args, rows, env_kwargs, template_kwargs, env_servers)

@@ -87,6 +87,18 @@ class EnvArguments(EpisodeArguments):
 
 
 def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelConfig) -> None:
+    from tool_envs.integrations.trl.recipes import run_env_servers
+
+    with run_env_servers(env_args) as env_servers:  # servers on Ray, if asked, stop after
+        train(env_args, training_args, model_args, env_servers)
+
+
+def train(
+    env_args: EnvArguments,
+    training_args: GRPOConfig,
+    model_args: ModelConfig,
+    env_servers: dict[str, Any],
+) -> None:
     from transformers import AutoTokenizer
     from trl import get_peft_config
 
@@ -108,7 +120,6 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
     check_model_path(model_args.model_name_or_path)
     reward_funcs = [import_function(spec) for spec in env_args.reward_funcs]
     env_kwargs = parse_json_argument("env_kwargs", env_args.env_kwargs)
-    env_servers = parse_json_argument("env_servers", env_args.env_servers)
     template_kwargs = parse_json_argument("template_kwargs", env_args.template_kwargs)
     rows = env_args.load()  # before the model: a typo in the tasks is named at once
     heldout = (

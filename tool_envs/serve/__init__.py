@@ -1,6 +1,7 @@
 """Envs as network services: ``tool-envs serve`` and :class:`RemoteEnv` (OpenEnv's protocol).
 
 Needs the ``serve`` extra (``pip install 'tool-envs[serve]'``: starlette, uvicorn, websockets).
+Servers placed, restarted and stopped by Ray: :mod:`tool_envs.serve.cluster` (the ``ray`` extra).
 """
 
 from __future__ import annotations
