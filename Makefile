@@ -55,13 +55,18 @@ demo: $(VENV)/.installed-train
 	TRL_EXPERIMENTAL_SILENCE=1 $(BIN)/accelerate launch --config_file recipes/accelerate/cpu.yaml \
 		recipes/train_grpo.py --config recipes/configs/calculator_cpu_grpo.yaml $(GRPO_ARGS)
 
+# Test files run on TEST_WORKERS processes (pytest-xdist), a file's tests on one worker, so its
+# module fixtures (vLLM engines, servers, clusters) start once. Most tests wait on a subprocess or
+# on one core; two workers keep both of CI's cores busy. TEST_WORKERS=0 runs in this process.
+TEST_WORKERS ?= 2
+
 test: $(VENV)/.installed $(OPENENV_VENV)/.installed
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 test-fast: $(VENV)/.installed
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -m "not slow and not vllm"
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not vllm"
 
 test-slow: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m slow
