@@ -1,15 +1,6 @@
-"""What the training recipes share: their task and episode arguments, the prelude every recipe
-runs before it builds a trainer, chat templates, and the dry-run checks.
-
-The prelude, in the order a recipe runs it (a bad input is named before anything slow starts):
-
-    rows, heldout, tokenizer = args.start(model_name_or_path, heldout=(split, count))
-    config = args.check_episodes(tokenizer, rows, max_completion_length)  # episode recipes
-
-``start`` checks the model path, loads the task rows (and a held-out split), and loads the
-tokenizer with the chosen chat template; ``check_episodes`` makes and resets every env of the
-rows, checks the chat template with its tools, prints a line each, and returns the episodes'
-:class:`~tool_envs.rollout.engine.RolloutConfig`, which ``make_rollout_func`` takes.
+"""What the training recipes share: their arguments, the prelude each runs before it builds a
+trainer (:meth:`TaskArguments.start`, then :meth:`EpisodeArguments.check_episodes` for the GRPO
+recipes), chat templates, and the dry-run checks.
 """
 
 from __future__ import annotations
