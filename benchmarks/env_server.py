@@ -1,6 +1,6 @@
 """What the env-server boundary costs and what it buys, next to in-process envs in the same run.
 
-    python benchmarks/env_server.py [--quick] [--json PATH]
+    python benchmarks/env_server.py [--quick] [--json PATH] [--only {latency-scaling,ray}]
 
 1. latency: the time of one ``env.step`` in-process and through ``RemoteEnv`` against a
    ``tool-envs serve`` process over loopback (gold episodes of Calculator, and of TauRetail with
@@ -13,9 +13,14 @@
    Calculator wrapped in :class:`BurningEnv`, which spins in pure Python for ``burn_ms`` before
    each step (a stand-in for an env whose step does ~5 ms of Python work). Goal: >= 1.6x at 5 ms.
    The same comparison at smaller step costs finds the break-even below which in-process wins.
+3. ray: episodes/s of CodeExec-v0 (its shipped tasks, the gold policy: no model, so the env is
+   all the work) played by 8 threads in-process, against 1 and 2 env servers started as Ray
+   actors on a local Ray cluster (``tool_envs.serve.cluster``), the three arms alternating.
+   Also reports each arm's env steps/s, what ``benchmarks/README.md`` sizes a cluster with.
 
 The step cost is read from each task row's ``extra_info["burn_ms"]``, so one pair of servers
-serves every point of the sweep. Every server process is stopped on the way out.
+serves every point of the sweep. Every server process (and the local Ray cluster) is stopped on
+the way out. ``--only ray`` runs one part.
 """
 
 from __future__ import annotations
@@ -267,6 +272,54 @@ def break_even(rows: list[dict[str, Any]]) -> float | None:
     return rows[0]["burn_ms"] if rows and rows[0]["ratio"] >= 1 else None
 
 
+# ------------------------------------------------------------------ 3. Ray
+
+
+def ray_scaling(threads: int, seconds: float, repeats: int) -> list[dict[str, Any]]:
+    """CodeExec gold episodes: in-process vs 1 and 2 Ray-actor servers, arms alternating."""
+    import ray
+
+    from tool_envs.serve.cluster import RayEnvServers, ServerSpec
+
+    code = "tool_envs/CodeExec-v0"
+    tasks = gold_episodes(code, 16)
+    steps = statistics.mean(len(turns) for _, turns in tasks)
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=80 * 2**20,
+        log_to_driver=False,
+        logging_level="warning",
+    )
+    try:
+        specs = [ServerSpec(code, servers=1, num_cpus=0), ServerSpec(code, servers=2, num_cpus=0)]
+        with RayEnvServers(specs) as servers:
+            one, two = servers.urls[code][:1], servers.urls[code][1:]  # spec order
+            arms: dict[str, Callable[[], gym.Env]] = {
+                "in-process": lambda: gym.make(code),
+                "1 Ray server": lambda: RemoteEnv(EnvServerPool(one)),
+                "2 Ray servers": lambda: RemoteEnv(two_pool),
+            }
+            runs: dict[str, list[float]] = {arm: [] for arm in arms}
+            for _ in range(repeats):
+                two_pool = EnvServerPool(two)  # shared: sessions spread by load
+                for arm, make_env in arms.items():
+                    runs[arm].append(episodes_per_second(make_env, tasks, threads, seconds))
+    finally:
+        ray.shutdown()
+    base = statistics.median(runs["in-process"])
+    rows = []
+    for arm, values in runs.items():
+        eps = statistics.median(values)
+        rows.append({"arm": arm, "eps": eps, "steps_per_s": eps * steps, "ratio": eps / base})
+        print(
+            f"  {arm:14} {eps:7.2f} episodes/s, {eps * steps:7.1f} env steps/s, {eps / base:5.2f}x",
+            flush=True,
+        )
+    return rows
+
+
 # ------------------------------------------------------------------ main
 
 
@@ -274,9 +327,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer steps and sweep points")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--only", choices=("latency-scaling", "ray"), help="run one part only")
     args = parser.parse_args(argv)
     rounds, seconds, repeats = (2, 2.0, 1) if args.quick else (5, 3.0, 3)
     burns = (0.0, 0.5, 1.0, 5.0) if args.quick else (0.0, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
+    results: dict[str, Any] = {}
+    if args.only != "ray":
+        results.update(latency_and_scaling(rounds, burns, seconds, repeats))
+    if args.only in (None, "ray"):
+        print("\n3. CodeExec-v0 episodes/s, 8 threads: in-process vs 1 and 2 Ray-actor servers")
+        results["ray"] = ray_scaling(threads=8, seconds=seconds * 2, repeats=repeats)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+def latency_and_scaling(
+    rounds: int, burns: Sequence[float], seconds: float, repeats: int
+) -> dict[str, Any]:
 
     print("1. added latency per step over loopback (median / p99 ms)")
     latencies = [
@@ -307,10 +374,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"(threaded steps {at_5['ratio_threaded']:.2f}x): "
         f"{'PASS' if at_5['ratio'] >= GOALS['scaling'] else 'FAIL'}"
     )
-    if args.json:
-        Path(args.json).write_text(
-            json.dumps({"latency": latencies, "scaling": sweep, "break_even_ms": even}, indent=1)
-        )
+    return {"latency": latencies, "scaling": sweep, "break_even_ms": even}
 
 
 if __name__ == "__main__":

@@ -70,6 +70,13 @@ def build_worker(env_args: AsyncEnvArguments, args: AsyncGRPOConfig, rows: list[
 
 
 def main(env_args: AsyncEnvArguments, args: AsyncGRPOConfig) -> None:
+    from tool_envs.integrations.trl.recipes import run_env_servers
+
+    with run_env_servers(env_args) as env_servers:  # servers on Ray, if asked, stop after
+        train(env_args, args, env_servers)
+
+
+def train(env_args: AsyncEnvArguments, args: AsyncGRPOConfig, env_servers: dict) -> None:
     from tool_envs.integrations.trl import env_reward
     from tool_envs.integrations.trl.recipes import to_dataset
 
@@ -78,7 +85,7 @@ def main(env_args: AsyncEnvArguments, args: AsyncGRPOConfig) -> None:
     # the config, so the worker renders what the check above checked.
     template = tokenizer.chat_template if env_args.chat_template else None
     config = env_args.check_episodes(
-        tokenizer, rows, args.max_completion_length, chat_template=template
+        tokenizer, rows, args.max_completion_length, env_servers, chat_template=template
     )
     worker = build_worker(env_args, args, rows, config)
     worker.check_picklable()  # what start() sends to the worker's process

@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tool_envs.integrations.trl.recipes import EpisodeArguments, quiet_console, run_recipe
 
@@ -84,6 +85,18 @@ class EnvArguments(EpisodeArguments):
 
 
 def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelConfig) -> None:
+    from tool_envs.integrations.trl.recipes import run_env_servers
+
+    with run_env_servers(env_args) as env_servers:  # servers on Ray, if asked, stop after
+        train(env_args, training_args, model_args, env_servers)
+
+
+def train(
+    env_args: EnvArguments,
+    training_args: GRPOConfig,
+    model_args: ModelConfig,
+    env_servers: dict[str, Any],
+) -> None:
     from trl import get_peft_config
 
     from tool_envs.eval.heldout import HeldoutComparison, HeldoutEvaluator, count_seen
@@ -109,6 +122,7 @@ def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelCon
         tokenizer,
         rows,
         training_args.max_completion_length,
+        env_servers=env_servers,
         max_void_fraction=env_args.max_void_fraction,
     )
     if env_args.preview_tasks:

@@ -8,6 +8,8 @@ import runpy
 import time
 from pathlib import Path
 
+from tool_envs.core.parsers.base import ToolCall
+from tool_envs.core.tools import Toolset
 from tool_envs.data import load_tasks, validate_row
 from tool_envs.tau.db import BaseTables
 from tool_envs.tau.task import parse_reward_spec
@@ -19,6 +21,23 @@ def call(name, **arguments):
 
 def actions_of(task):
     return task["reward_spec"]["actions"]
+
+
+def tool_runner(domain):
+    """The domain's tools (the user's device tools first, for dual control) over one fresh
+    episode database, called as the env calls them: ``run(name, **arguments)`` returns the
+    tool message text; ``run.db`` is the database."""
+    db = domain.new_database()
+    sides = [Toolset.from_object(domain.tools(db))]
+    if domain.user_tools is not None:
+        sides.insert(0, Toolset.from_object(domain.user_tools(db)))
+
+    def run(name, **arguments):
+        toolset = next((side for side in sides if name in side), sides[-1])
+        return toolset.call(ToolCall(name=name, arguments=arguments)).content
+
+    run.db = db
+    return run
 
 
 def play(env, task, turns):

@@ -307,3 +307,28 @@ def test_an_idle_session_is_closed_and_the_next_reset_opens_a_new_one():
         remote.reset(seed=0)
         assert server.manager.active == 1
         remote.close()
+
+
+def test_a_dead_server_rejoins_the_pool_once_its_health_answers():
+    """What a server restarted at the same address (a Ray actor's restart) needs: the pool skips
+    it while dead, asks /health again after ``recheck_after``, and readmits it."""
+    from tool_envs.serve.pool import EnvServerPool
+
+    first = EnvServer(ServeConfig(CALCULATOR)).start()
+    port = first.port
+    pool = EnvServerPool([first.url], recheck_after=0)
+    remote = RemoteEnv(pool)
+    remote.reset(seed=0)
+    remote.close()
+    first.stop()
+    with pytest.raises(EnvServerUnavailableError, match=first.url):
+        remote.reset(seed=0)  # refused: marked dead
+    assert first.url in pool.dead and pool.acquire() is None  # /health does not answer
+    with EnvServer(ServeConfig(CALCULATOR, port=port)) as again:
+        assert again.url == first.url
+        remote.reset(seed=0)  # readmitted after one health check
+        assert not pool.dead and again.manager.active == 1
+        remote.close()
+    never = EnvServerPool([first.url], recheck_after=None)
+    never.mark_dead(first.url, "killed")
+    assert never.acquire() is None

@@ -18,12 +18,6 @@ import pytest
 import tool_envs.errors as errors
 from tool_envs.errors import ToolEnvsError
 
-# Public exceptions in folders other branches own; the lead moves them into the tree at merge.
-# A strict entry: once the class joins the tree, this test fails until the entry is removed.
-PENDING = {
-    "tool_envs.serve.server.CapacityError": "tool_envs/serve/ belongs to the env-server work",
-}
-
 _WALK = r"""
 import importlib, inspect, json, pkgutil, warnings
 warnings.simplefilter("ignore")
@@ -74,19 +68,13 @@ def _drawn_tree() -> dict[str, tuple[str | None, str | None]]:
 
 
 def test_every_public_exception_is_in_the_tree_and_reachable_from_errors(exceptions):
-    outside = sorted(k for k, v in exceptions.items() if not v["in_tree"] and k not in PENDING)
+    outside = sorted(k for k, v in exceptions.items() if not v["in_tree"])
     assert not outside, f"not ToolEnvsError subclasses: {outside}"
-    hidden = sorted(k for k, v in exceptions.items() if not v["reachable"] and k not in PENDING)
+    hidden = sorted(k for k, v in exceptions.items() if not v["reachable"])
     assert not hidden, f"not reachable as tool_envs.errors.<name>: {hidden}"
     drawn = _drawn_tree()
-    undrawn = {v["name"] for k, v in exceptions.items() if k not in PENDING} - drawn.keys()
+    undrawn = {v["name"] for k, v in exceptions.items()} - drawn.keys()
     assert not undrawn, f"missing from the tree in tool_envs/errors.py's docstring: {undrawn}"
-
-
-def test_pending_exceptions_are_still_outside(exceptions):
-    # Remove an entry of PENDING once its class is in the tree.
-    for name in PENDING:
-        assert name in exceptions and not exceptions[name]["in_tree"], name
 
 
 def test_the_drawn_tree_is_the_class_tree():

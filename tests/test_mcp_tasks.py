@@ -11,6 +11,8 @@ import json
 import os
 import re
 import runpy
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +82,31 @@ def test_demo_repository_is_reproducible(tmp_path):
     config = servers_config(tmp_path / "one")["mcpServers"]
     assert set(config) == {"time", "git", "python"}
     assert config["git"]["args"][-1] == str(tmp_path / "one")
+
+
+def test_processes_that_ensure_the_demo_repository_at_once_all_get_the_finished_one(tmp_path):
+    """Ranks of one run (or test workers) share /tmp/tool-envs-mcp/demo-repo: none may see it
+    half built, and no staging folder is left behind."""
+    target = tmp_path / "repo"
+    program = (
+        "import sys\nfrom tool_envs.mcp.tasks import ensure_demo_repository\n"
+        "print(ensure_demo_repository(sys.argv[1]))"
+    )
+    runs = [
+        subprocess.Popen([sys.executable, "-c", program, str(target)], stdout=subprocess.PIPE)
+        for _ in range(4)
+    ]
+    outputs = [run.communicate(timeout=120)[0].decode().strip() for run in runs]
+    assert [run.returncode for run in runs] == [0] * 4
+    assert outputs == [str(target)] * 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["repo"]
+    head = demo_repository_facts()["commits"][-1]["hash"]
+    assert (
+        subprocess.run(
+            ["git", "rev-parse", "main"], cwd=target, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        == head
+    )
 
 
 # ------------------------------------------------------------------ replay against real servers

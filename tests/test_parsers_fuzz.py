@@ -189,12 +189,13 @@ def test_parsers_and_extractors_take_linear_time(case):
 
     kind, text = SLOW_BEFORE[case]
     names = [kind, "auto"] if kind != "answer" else []
-    started = time.perf_counter()
+    # CPU time of this thread, not wall time: other load on the machine does not count.
+    started = time.thread_time()
     for name in names:
         check(get_parser(name).parse(text), name)
     if kind == "answer":
         assert extract_answer(text) is None
-    assert time.perf_counter() - started < LINEAR_BOUND_S
+    assert time.thread_time() - started < LINEAR_BOUND_S
 
 
 def test_text_past_the_cap_is_not_read_for_calls():

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from gymnasium.utils.env_checker import check_env
-from tau_domain_checks import check_committed_dataset
 
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.tau.db import record_hash
@@ -511,7 +510,3 @@ def test_an_agent_that_breaks_the_policy_gets_zero(splits, env):
 
 
 # ----------------------------------------------------------------------------- dataset
-
-
-def test_committed_dataset_matches_its_builder_and_loads(tmp_path):
-    check_committed_dataset(tmp_path, "tau_airline", default_splits()["test"])

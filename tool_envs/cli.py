@@ -123,8 +123,8 @@ def _add_serve_parser(commands: Any) -> None:
     serve.add_argument("env_id", help="registered env id, e.g. tool_envs/TauRetail-v0")
     serve.add_argument(
         "--host",
-        default="127.0.0.1",
-        help="interface to bind (default 127.0.0.1); any other needs a bearer token",
+        help="interface to bind (default 127.0.0.1; with --ray: 127.0.0.1 when every node is "
+        "this machine, else each node's address); any but loopback needs a bearer token",
     )
     serve.add_argument("--port", type=int, default=8000, help="TCP port (0: any free port)")
     serve.add_argument("--max-sessions", type=int, default=64, help="sessions (envs) at once")
@@ -156,6 +156,25 @@ def _add_serve_parser(commands: Any) -> None:
         help="bearer token clients must send (default: $TOOL_ENVS_SERVE_TOKEN); required to "
         "bind anything but a loopback address",
     )
+    ray = serve.add_argument_group(
+        "on a Ray cluster (the ray extra)",
+        "Start N servers as Ray actors on the cluster at $RAY_ADDRESS (or a local one started "
+        "here), print their URLs, serve until SIGINT/SIGTERM, then stop them (and that local "
+        "cluster). --port is ignored: each server gets a free one.",
+    )
+    ray.add_argument("--ray", type=int, metavar="N", help="serve on N Ray actors")
+    ray.add_argument("--ray-address", help="Ray cluster to join (default: $RAY_ADDRESS)")
+    ray.add_argument("--num-cpus", type=float, default=1.0, help="CPUs per server (default 1)")
+    ray.add_argument(
+        "--resources",
+        type=_json_object,
+        default={},
+        metavar="JSON",
+        help='custom Ray resources per server, e.g. {"sandbox": 1}',
+    )
+    ray.add_argument(
+        "--max-restarts", type=int, default=3, help="restarts of a dead server (default 3)"
+    )
 
 
 def _serve_command(parser: argparse.ArgumentParser, args: Any) -> int:
@@ -170,7 +189,7 @@ def _serve_command(parser: argparse.ArgumentParser, args: Any) -> int:
         config = ServeConfig(
             env_id=args.env_id,
             env_kwargs=args.env_kwargs,
-            host=args.host,
+            host=args.host or "127.0.0.1",
             port=args.port,
             max_sessions=args.max_sessions,
             session_timeout=args.session_timeout,
@@ -180,8 +199,32 @@ def _serve_command(parser: argparse.ArgumentParser, args: Any) -> int:
         )
     except EnvConfigError as exc:
         parser.error(str(exc))
+    if args.ray is not None:
+        return _serve_on_ray(parser, args, config)
     serve(config)
     return 0
+
+
+def _serve_on_ray(parser: argparse.ArgumentParser, args: Any, config: Any) -> int:
+    from tool_envs.errors import EnvConfigError
+    from tool_envs.serve.cluster.cli import serve_on_ray
+    from tool_envs.serve.cluster.launcher import ServerSpec
+
+    try:
+        spec = ServerSpec(
+            config.env_id,
+            servers=args.ray,
+            num_cpus=args.num_cpus,
+            resources=args.resources,
+            max_sessions=args.max_sessions,
+            env_kwargs=args.env_kwargs,
+            max_restarts=args.max_restarts,
+            session_timeout=args.session_timeout,
+            inline_steps=args.inline_steps,
+        )
+    except EnvConfigError as exc:
+        parser.error(str(exc))
+    return serve_on_ray(spec, address=args.ray_address, host=args.host, token=config.token)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

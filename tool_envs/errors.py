@@ -31,6 +31,10 @@ re-exported here, imported on first use so that this module stays light.
     │                                        URL and why it failed
     ├── RemoteEnvError        (also RuntimeError) an env server answered a request with an error
     │                                        that has no local counterpart
+    ├── RayVersionError       (also RuntimeError) the Ray cluster runs another Ray release
+    │                                        [serve.cluster.errors]
+    ├── EnvServerLostError    (also RuntimeError) an env server on Ray died past its restarts
+    │                                        [serve.cluster.errors]
     ├── SearchError                            a web search failed; the WebSearch env shows it to
     │                                        the model [search.base]
     ├── SandboxUnavailable    (also RuntimeError) an isolation level cannot be had here
@@ -79,6 +83,8 @@ _LAZY = {
     "WeightSyncError": "tool_envs.rollout.backends.vllm.weight_sync",
     "EvalError": "tool_envs.eval.agents",
     "EpisodeInterrupted": "tool_envs.eval.agents",
+    "RayVersionError": "tool_envs.serve.cluster.errors",
+    "EnvServerLostError": "tool_envs.serve.cluster.errors",
 }
 
 if TYPE_CHECKING:
@@ -98,6 +104,8 @@ if TYPE_CHECKING:
     from tool_envs.rollout.template import TemplatePrefixError as TemplatePrefixError
     from tool_envs.search.base import SearchError as SearchError
     from tool_envs.search.corpus import CorpusError as CorpusError
+    from tool_envs.serve.cluster.errors import EnvServerLostError as EnvServerLostError
+    from tool_envs.serve.cluster.errors import RayVersionError as RayVersionError
     from tool_envs.tau2.domains import Tau2NotInstalledError as Tau2NotInstalledError
     from tool_envs.tau2.judge import JudgeError as JudgeError
 

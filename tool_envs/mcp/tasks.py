@@ -27,8 +27,10 @@ import functools
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -395,17 +397,31 @@ def demo_repository_facts() -> dict[str, Any]:
 
 
 def ensure_demo_repository(path: str | os.PathLike[str] = DEMO_REPO_PATH) -> Path:
-    """Build the demo repository at ``path`` unless it is already there (same HEAD)."""
+    """Build the demo repository at ``path`` unless it is already there (same HEAD).
+
+    Built in a folder beside ``path`` and renamed into place, so processes that start at once
+    (ranks of one run, test workers) never see a half-built repository: one rename wins, the
+    others find the finished one."""
     root = Path(path)
+    if not (root / ".git").exists():
+        root.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{root.name}-", dir=root.parent))
+        try:
+            build_demo_repository(staging)
+            try:
+                staging.rename(root)
+            except OSError:  # another process put it there first (or root is a non-empty folder)
+                if not (root / ".git").exists():
+                    raise
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
     head = demo_repository_facts()["commits"][-1]["hash"]
-    if (root / ".git").exists():
-        found = subprocess.run(
-            ["git", "rev-parse", "main"], cwd=root, capture_output=True, text=True
-        ).stdout.strip()
-        if found == head:
-            return root
+    found = subprocess.run(
+        ["git", "rev-parse", "main"], cwd=root, capture_output=True, text=True
+    ).stdout.strip()
+    if found != head:
         raise FileExistsError(f"{root} holds another repository (main at {found or '?'})")
-    build_demo_repository(root)
     return root
 
 

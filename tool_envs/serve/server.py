@@ -111,7 +111,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class CapacityError(Exception):
+class _CapacityError(Exception):
     def __init__(self, active: int, limit: int):
         self.active, self.limit = active, limit
         super().__init__(
@@ -227,7 +227,7 @@ class SessionManager:
     async def open(self) -> Session:
         with self._lock:
             if len(self.sessions) >= self.config.max_sessions:
-                raise CapacityError(len(self.sessions), self.config.max_sessions)
+                raise _CapacityError(len(self.sessions), self.config.max_sessions)
             session = Session(self.config)
             self.sessions[session.id] = session  # the slot is taken while the env is made
             self.opened += 1
@@ -405,7 +405,7 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
         await websocket.accept()
         try:
             session = await manager.open()
-        except CapacityError as exc:
+        except _CapacityError as exc:
             await _send_last(
                 websocket,
                 protocol.error_frame(

@@ -1,13 +1,27 @@
-"""Pieces every tau task generator shares."""
+"""From a domain's task categories to its task splits, the same way for every domain.
+
+A domain declares a :class:`TaskSource`: its categories and their shares, the
+:class:`TaskContext` they draw from, and how a draft is finished. :meth:`TaskSource.generate`
+deals the categories into splits, drops a task already drawn, replays the gold calls of every
+candidate on a fresh database and keeps only those that succeed.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
 
+from tool_envs.tau.db import BaseTables, Database, Tables
+from tool_envs.tau.domain import Domain
+from tool_envs.tau.drafts import Action, Finished
 from tool_envs.tau.task import tau_task_row
+from tool_envs.tau.tools import DatabaseTools, DomainTools
+
+__all__ = ["Finished", "TaskContext", "TaskSource", "category_quotas", "same_gold"]
 
 
 def category_quotas(weights: Mapping[str, float], size: int) -> dict[str, int]:
@@ -24,65 +38,181 @@ def category_quotas(weights: Mapping[str, float], size: int) -> dict[str, int]:
     return counts
 
 
-Finished = tuple[dict[str, Any], list[dict[str, Any]], list[str], list[str]]
-"""A drawn task: (user scenario, gold actions, required outputs, tags)."""
+def same_gold(category: str, finished: Finished) -> str:
+    """Two tasks are the same task when their gold actions and required outputs are."""
+    _, actions, outputs, _ = finished
+    return json.dumps([actions, outputs], sort_keys=True)
 
 
-def generate_task_rows(
-    *,
-    sizes: Mapping[str, int],
-    seed: int,
-    weights: Mapping[str, float],
-    draw: Callable[[random.Random, str], Finished | None],
-    accept: Callable[[list[dict[str, Any]], list[str]], list[str] | None],
-    env_id: str,
-    domain: str,
-    policy: str,
-    attempts_per_task: int = 200,
-) -> dict[str, list[dict[str, Any]]]:
-    """Task rows per split, every category in the proportions of ``weights``; no task (same
-    gold actions and outputs) in two splits, rows of a split shuffled.
+class TaskContext:
+    """The database a domain's categories draw from, and a replay of gold calls on it.
 
-    ``draw(rng, category)`` proposes a task or None; ``accept(actions, outputs)`` checks it on
-    the database and returns its final outputs, or None to reject it. Row ids are
-    ``<domain>-<split>-<number>``; ``extra_info`` names the split, category and tags.
+    Subclasses set ``tools_class`` (and ``user_tools_class`` for dual control) and add their
+    own indexes; one context serves a whole generation.
     """
-    rng = random.Random(seed)
-    seen: set[str] = set()
-    splits: dict[str, list[dict[str, Any]]] = {}
-    for split, size in sizes.items():
-        drafts: list[tuple[str, Finished]] = []
-        for category, quota in category_quotas(weights, size).items():
-            made, attempts = 0, 0
-            while made < quota:
-                attempts += 1
-                if attempts > attempts_per_task * (quota + 1):
-                    raise RuntimeError(f"cannot generate enough '{category}' tasks")
-                finished = draw(rng, category)
-                if finished is None:
-                    continue
-                scenario, actions, outputs, tags = finished
-                key = json.dumps([actions, outputs], sort_keys=True)
-                if key in seen:
-                    continue
-                accepted = accept(actions, outputs)
-                if accepted is None:
-                    continue
-                seen.add(key)
-                drafts.append((category, (scenario, actions, accepted, tags)))
-                made += 1
-        rng.shuffle(drafts)
-        splits[split] = [
-            tau_task_row(
-                env_id=env_id,
-                domain=domain,
-                task_id=f"{domain}-{split}-{number:04d}",
-                policy=policy,
-                scenario=scenario,
-                actions=actions,
-                outputs=outputs,
-                extra_info={"split": split, "category": category, "tags": tags},
-            )
-            for number, (category, (scenario, actions, outputs, tags)) in enumerate(drafts)
-        ]
-    return splits
+
+    tools_class: ClassVar[type[DatabaseTools]]
+    user_tools_class: ClassVar[type[DatabaseTools] | None] = None
+    writes_must_change: ClassVar[frozenset[str]] = frozenset()
+    """Write tools whose gold call must change the database (else the task is rejected)."""
+
+    def __init__(self, tables: Tables):
+        self.tables = tables
+        self.base = BaseTables(tables)
+        self.tools = self.tools_class(Database(self.base))
+        self.user_tools = self.user_tools_class() if self.user_tools_class else None
+
+    def replay(self, actions: list[Action]) -> list[str] | None:
+        """Each action's result, run in order on a fresh database; None if one fails.
+
+        The tool methods are called directly on JSON-decoded arguments (the env's toolset adds
+        schema checks; the tests replay every task through the env itself).
+        """
+        db = Database(self.base)
+        self.tools.db = db
+        if self.user_tools is not None:
+            self.user_tools.db = db
+        results = []
+        for action in actions:
+            user = action.get("requestor") == "user"
+            tools = self.user_tools if user and self.user_tools else self.tools
+            before = db.hash() if action["name"] in self.writes_must_change else None
+            try:
+                arguments = json.loads(json.dumps(action["arguments"]))
+                results.append(getattr(tools, action["name"])(**arguments))
+            except ValueError:
+                return None
+            if before is not None and db.hash() == before:
+                return None
+        return results
+
+    def accept(self, rng: random.Random, finished: Finished) -> Finished | None:
+        """The task to keep if its gold replays, else None.
+
+        Called once per new task (after the duplicate check), so an override may also complete
+        it: fill in ids the replay created, or draw what only kept tasks need.
+        """
+        return finished if self.replay(finished[1]) is not None else None
+
+
+C = TypeVar("C", bound=TaskContext)
+
+
+@dataclass(frozen=True, eq=False)
+class TaskSource(Generic[C]):
+    """A domain's task generator: categories drawn in fixed shares, finished, replayed.
+
+    Attributes:
+        domain: The domain's short name (row ids are ``<domain>-<split>-<number>``).
+        env_id: The env id the rows name.
+        policy: The policy text (the rows' system prompt).
+        context: Builds the generation context from the domain's tables.
+        load_tables: The domain's tables.
+        weights: Share of each category in a split (normalised).
+        categories: ``category -> draw(rng, ctx)``, a draft or None to draw again.
+        finish: ``(rng, ctx, draft, category)`` to a finished task, or None to draw again.
+        key: What makes two tasks the same (no task is in two splits, or twice in one).
+        tags_field: The ``extra_info`` field that holds a finished task's tags.
+        sizes: Default split sizes.
+        attempts_per_task: Draws allowed per task before a category is declared impossible.
+    """
+
+    domain: str
+    env_id: str
+    policy: str
+    context: Callable[[Tables], C]
+    load_tables: Callable[[], Tables]
+    weights: Mapping[str, float]
+    categories: Mapping[str, Callable[[random.Random, C], Any]]
+    finish: Callable[[random.Random, C, Any, str], Finished | None]
+    key: Callable[[str, Finished], str] = same_gold
+    tags_field: str = "tags"
+    sizes: Mapping[str, int] = field(default_factory=lambda: {"train": 600, "test": 120})
+    attempts_per_task: int = 200
+
+    def generate(
+        self, sizes: Mapping[str, int] | None = None, seed: int = 0
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Task rows per split (default :attr:`sizes`); no task is in two splits.
+
+        Each split holds every category in the proportions of :attr:`weights`; the rows of a
+        split are shuffled; a task's ``extra_info`` names its split, category and tags.
+        """
+        rng = random.Random(seed)
+        ctx = self.context(self.load_tables())
+        seen: set[str] = set()
+        splits: dict[str, list[dict[str, Any]]] = {}
+        for split, size in dict(sizes or self.sizes).items():
+            drawn: list[tuple[str, Finished]] = []
+            for category, quota in category_quotas(self.weights, size).items():
+                drawn += self._draw(rng, ctx, category, quota, seen)
+            rng.shuffle(drawn)
+            splits[split] = [
+                self._row(split, number, category, finished)
+                for number, (category, finished) in enumerate(drawn)
+            ]
+        return splits
+
+    def default_splits(self) -> dict[str, list[dict[str, Any]]]:
+        """The task set shipped with the env, generated once per process."""
+        return _default_splits(self)
+
+    def make_domain(
+        self,
+        tools: type[DomainTools],
+        *,
+        user_tools: type[DatabaseTools] | None = None,
+        user_keywords: Mapping[str, tuple[str, ...]] | None = None,
+    ) -> Domain:
+        """The :class:`Domain` whose name, env id, policy, tables and tasks are these."""
+        return Domain(
+            name=self.domain,
+            env_id=self.env_id,
+            policy=self.policy,
+            tools=tools,
+            load_tables=self.load_tables,
+            load_splits=self.default_splits,
+            user_keywords=dict(user_keywords or {}),
+            user_tools=user_tools,
+        )
+
+    def _draw(
+        self, rng: random.Random, ctx: C, category: str, quota: int, seen: set[str]
+    ) -> list[tuple[str, Finished]]:
+        drawn: list[tuple[str, Finished]] = []
+        attempts = 0
+        while len(drawn) < quota:
+            attempts += 1
+            if attempts > self.attempts_per_task * (quota + 1):
+                raise RuntimeError(f"cannot generate enough '{category}' tasks")
+            draft = self.categories[category](rng, ctx)
+            finished = None if draft is None else self.finish(rng, ctx, draft, category)
+            if finished is None:
+                continue
+            key = self.key(category, finished)
+            if key in seen:
+                continue
+            accepted = ctx.accept(rng, finished)
+            if accepted is None:
+                continue
+            seen.add(key)
+            drawn.append((category, accepted))
+        return drawn
+
+    def _row(self, split: str, number: int, category: str, finished: Finished) -> dict[str, Any]:
+        scenario, actions, outputs, tags = finished
+        return tau_task_row(
+            env_id=self.env_id,
+            domain=self.domain,
+            task_id=f"{self.domain}-{split}-{number:04d}",
+            policy=self.policy,
+            scenario=scenario,
+            actions=actions,
+            outputs=outputs,
+            extra_info={"split": split, "category": category, self.tags_field: tags},
+        )
+
+
+@functools.cache
+def _default_splits(source: TaskSource) -> dict[str, list[dict[str, Any]]]:
+    return source.generate()

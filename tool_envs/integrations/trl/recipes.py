@@ -12,7 +12,8 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,15 @@ class EpisodeArguments(TaskArguments):
             "run on `tool-envs serve` servers (each on the least loaded live one)."
         },
     )
+    ray_env_servers: str = field(
+        default="{}",
+        metadata={
+            "help": 'JSON: {"env id": N} or {"env id": {"servers": N, "num_cpus": 1, '
+            '"resources": {"sandbox": 1}, "max_restarts": 3}}: N `tool-envs serve` servers '
+            "per env on the Ray cluster at $RAY_ADDRESS (or a local one) for this run; their "
+            "URLs join env_servers, and they stop when the run ends."
+        },
+    )
     template_kwargs: str = field(default="{}", metadata={"help": "JSON: extra template variables."})
     step_timeout: float | None = field(
         default=600.0,
@@ -110,12 +120,17 @@ class EpisodeArguments(TaskArguments):
         tokenizer: Any,
         rows: Sequence[Mapping[str, Any]],
         max_completion_length: int,
+        env_servers: Mapping[str, Any] | None = None,
         **settings: Any,
     ) -> RolloutConfig:
         """Check that the episodes of ``rows`` can run (:func:`check_setup`, a line printed per
-        env) and return their :class:`RolloutConfig` (``settings``: more of its fields)."""
+        env) and return their :class:`RolloutConfig` (``settings``: more of its fields).
+
+        ``env_servers``: the run's servers (:func:`run_env_servers`: the given ones and those
+        started on Ray); default the ``env_servers`` option alone."""
         env_kwargs = parse_json_argument("env_kwargs", self.env_kwargs)
-        env_servers = parse_json_argument("env_servers", self.env_servers)
+        if env_servers is None:
+            env_servers = parse_json_argument("env_servers", self.env_servers)
         template_kwargs = parse_json_argument("template_kwargs", self.template_kwargs)
         for line in check_setup(tokenizer, rows, env_kwargs, template_kwargs, env_servers):
             print(line)
@@ -132,6 +147,29 @@ class EpisodeArguments(TaskArguments):
             )
         except ValueError as exc:  # a rule across options: one line, as for any bad input
             raise EnvConfigError(str(exc)) from exc
+
+
+@contextmanager
+def run_env_servers(env_args: EpisodeArguments) -> Iterator[dict[str, Any]]:
+    """A run's ``env_servers``: the URLs given, plus those of the servers ``ray_env_servers``
+    starts on Ray for this run (all stopped when the block ends, however it ends)."""
+    env_servers = parse_json_argument("env_servers", env_args.env_servers)
+    wanted = parse_json_argument("ray_env_servers", env_args.ray_env_servers)
+    if not wanted:
+        yield env_servers
+        return
+    from tool_envs.serve.cluster.launcher import RayEnvServers, parse_server_specs
+
+    specs = parse_server_specs(wanted)
+    both = {registered_id(s.env_id) for s in specs} & {registered_id(k) for k in env_servers}
+    if both:
+        raise EnvConfigError(
+            f"{sorted(both)} in both env_servers and ray_env_servers: serve each env one way"
+        )
+    with RayEnvServers(specs) as servers:
+        servers.watch()  # the engines' pools follow a server restarted at a new address
+        print(f"env servers on Ray: {json.dumps(servers.urls)}", flush=True)
+        yield {**env_servers, **servers.urls}
 
 
 def quiet_console() -> None:

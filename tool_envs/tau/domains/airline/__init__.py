@@ -13,15 +13,9 @@ generated from a seed) with its 14 tools, its policy and a seeded task set. The 
 
 from __future__ import annotations
 
-from importlib.resources import files
-
-from tool_envs.tau.domain import Domain
-from tool_envs.tau.domains.airline.data import load_tables
-from tool_envs.tau.domains.airline.tasks import default_splits
+from tool_envs.tau.domains.airline.tasks import POLICY, TASKS
 from tool_envs.tau.domains.airline.tools import AirlineTools
 from tool_envs.tau.env import TauEnv
-
-POLICY = files(__name__).joinpath("policy.md").read_text(encoding="utf-8")
 
 USER_KEYWORDS: dict[str, tuple[str, ...]] = {
     "reservation_ids": ("reservation id", "reservation number", "confirmation number",
@@ -57,15 +51,7 @@ USER_KEYWORDS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 """Words that make the scripted user give a field of ``known_info`` (besides its name)."""
 
-DOMAIN = Domain(
-    name="airline",
-    env_id="tool_envs/TauAirline-v0",
-    policy=POLICY,
-    tools=AirlineTools,
-    load_tables=load_tables,
-    load_splits=default_splits,
-    user_keywords=USER_KEYWORDS,
-)
+DOMAIN = TASKS.make_domain(AirlineTools, user_keywords=USER_KEYWORDS)
 
 
 class TauAirlineEnv(TauEnv):

@@ -5,7 +5,7 @@ Every amount of money is a whole number of dollars, so the prices an agent reads
 never depend on float formatting. Times are US Eastern; "now" is fixed (:data:`NOW`) so that
 which reservations are inside the 24-hour cancellation window never depends on the clock.
 
-Tables (record keys are the record ids):
+Tables (typed in :mod:`.records`; record keys are the record ids):
 
 - ``flights``: ``flight_number`` (``HAT001``), ``origin``, ``destination`` (IATA codes),
   ``scheduled_departure_time_est``, ``scheduled_arrival_time_est`` (``HH:MM:SS``, same day) and

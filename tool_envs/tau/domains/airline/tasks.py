@@ -28,15 +28,16 @@ Categories (per split, in fixed proportions; see :data:`CATEGORY_WEIGHTS`):
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.core.tools import Toolset
+from tool_envs.tau.db import Database, Tables
 from tool_envs.tau.domains.airline.data import (
     AIRPORTS,
     BAG_FEE,
@@ -46,11 +47,14 @@ from tool_envs.tau.domains.airline.data import (
     load_tables,
 )
 from tool_envs.tau.domains.airline.tools import AirlineTools
-from tool_envs.tau.task import tau_task_row
+from tool_envs.tau.drafts import Finished, call
+from tool_envs.tau.taskgen import TaskContext, TaskSource
+from tool_envs.tau.tools import write_tool_names
 
 ENV_ID = "tool_envs/TauAirline-v0"
 DOMAIN_NAME = "airline"
-DEFAULT_SIZES = {"train": 600, "test": 120}
+POLICY = Path(__file__).with_name("policy.md").read_text(encoding="utf-8")
+WRITE_TOOLS = write_tool_names(AirlineTools)
 
 CATEGORY_WEIGHTS: dict[str, float] = {
     "book_one_way": 10,
@@ -116,7 +120,7 @@ def _describe(person: dict[str, str]) -> str:
 
 
 @dataclass
-class Draft:
+class _Draft:
     """A task before it becomes a row."""
 
     category: str
@@ -127,36 +131,21 @@ class Draft:
     actions: list[dict[str, Any]]
     outputs: list[str] = field(default_factory=list)
     confirm: bool = True
-    persona: str = ""
-
-    def signature(self) -> str:
-        """What makes two tasks the same task (transfer summaries are free text: ignored)."""
-        actions = [
-            {"name": a["name"]}
-            if a["name"] == "transfer_to_human_agents"
-            else {"name": a["name"], "arguments": a["arguments"]}
-            for a in self.actions
-        ]
-        return json.dumps([self.category, actions, self.outputs], sort_keys=True)
 
 
-def _call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
+class _Context(TaskContext):
+    """Draws tasks of each category from the database, checking each by replay.
 
+    ``rng`` is the generation's random stream, handed in with every draw."""
 
-class _Generator:
-    """Draws tasks of each category from the database, checking each by replay."""
+    tools_class = AirlineTools
 
-    def __init__(self, seed: int):
-        from tool_envs.tau.domains.airline import DOMAIN
-
-        self.domain = DOMAIN
-        self.rng = random.Random(seed)
-        self.tables = load_tables()
+    def __init__(self, tables: Tables):
+        super().__init__(tables)
+        self.rng = random.Random()
         self.users = self.tables["users"]
         self.flights = self.tables["flights"]
         self.reservations = self.tables["reservations"]
-        self.tools = AirlineTools(DOMAIN.new_database())
         self.toolset = Toolset.from_object(self.tools)
         self.user_ids = list(self.users)
         self.reservation_ids = list(self.reservations)
@@ -231,15 +220,18 @@ class _Generator:
             )
         return f"my {method['source'].replace('_', ' ')} {method['id']}"
 
-    def persona(self, user_id: str) -> str:
-        name = self.users[user_id]["name"]
-        return f"You are {name['first_name']} {name['last_name']}, {self.rng.choice(_TRAITS)}."
+    def accept(self, rng: random.Random, finished: Finished) -> Finished:
+        """Every gold call already succeeded while drawing; only a kept task gets a persona."""
+        scenario, actions, outputs, writes = finished
+        name = self.users[scenario["known_info"]["user_id"]]["name"]
+        persona = f"You are {name['first_name']} {name['last_name']}, {rng.choice(_TRAITS)}."
+        return {**scenario, "persona": persona}, actions, outputs, writes
 
     # ----------------------------------------------------------------- replay
 
-    def replay(self, actions: list[dict[str, Any]]) -> list[Any]:
+    def run_gold(self, actions: list[dict[str, Any]]) -> list[Any]:
         """Run the actions on a fresh database; every one must succeed. Returns the results."""
-        self.tools.db = self.domain.new_database()
+        self.tools.db = Database(self.base)
         results = []
         for action in actions:
             outcome = self.toolset.call(ToolCall(action["name"], dict(action["arguments"])))
@@ -252,7 +244,7 @@ class _Generator:
         return results
 
     def search(self, origin: str, destination: str, date: str) -> list[dict[str, Any]]:
-        self.tools.db = self.domain.new_database()
+        self.tools.db = Database(self.base)
         return json.loads(self.tools.search_direct_flight(origin, destination, date))
 
     def choose(
@@ -281,7 +273,7 @@ class _Generator:
 
     # ----------------------------------------------------------------- categories
 
-    def book(self, kind: str) -> Draft | None:
+    def book(self, kind: str) -> _Draft | None:
         rng = self.rng
         user_id = rng.choice(self.user_ids)
         user = self.users[user_id]
@@ -291,7 +283,7 @@ class _Generator:
             origin, destination = rng.sample(sorted(AIRPORTS), 2)
             if (origin, destination) in self.routes:
                 return None
-            self.tools.db = self.domain.new_database()
+            self.tools.db = Database(self.base)
             offers = json.loads(self.tools.search_onestop_flight(origin, destination, date))
         else:
             origin, destination = rng.choice(self.route_keys)
@@ -327,7 +319,7 @@ class _Generator:
         preference, outbound = picked
         chosen = outbound if isinstance(outbound, list) else [outbound]
         searches = [
-            _call(
+            call(
                 "search_onestop_flight" if kind == "book_one_stop" else "search_direct_flight",
                 origin=origin,
                 destination=destination,
@@ -347,7 +339,7 @@ class _Generator:
                 return None
             chosen.append(back[1])
             searches.append(
-                _call(
+                call(
                     "search_direct_flight", origin=destination, destination=origin, date=return_date
                 )
             )
@@ -361,7 +353,7 @@ class _Generator:
         payments, pay_words = self.booking_payment(user_id, total)
         if payments is None:
             return None
-        book = _call(
+        book = call(
             "book_reservation",
             user_id=user_id,
             origin=origin,
@@ -377,8 +369,8 @@ class _Generator:
             nonfree_baggages=nonfree,
             insurance=insurance,
         )
-        actions = [_call("get_user_details", user_id=user_id), *searches, book]
-        self.replay(actions)
+        actions = [call("get_user_details", user_id=user_id), *searches, book]
+        self.run_gold(actions)
         trip = "round trip" if return_date else "one-way trip"
         when = f"on {_date_words(date)}"
         if return_date:
@@ -407,7 +399,7 @@ class _Generator:
             f"{'want' if insurance == 'yes' else 'do not want'} travel insurance. "
             f"Pay with {pay_words}. Ask for the total price before agreeing."
         )
-        return Draft(kind, user_id, reason, known, instructions, actions, [_amount(total)])
+        return _Draft(kind, user_id, reason, known, instructions, actions, [_amount(total)])
 
     def booking_payment(self, user_id: str, total: int) -> tuple[list | None, str]:
         """How the user pays a booking: one card, a gift card, or a certificate plus a card."""
@@ -450,11 +442,11 @@ class _Generator:
 
     def reads(self, user_id: str, *rids: str) -> list[dict[str, Any]]:
         return [
-            _call("get_user_details", user_id=user_id),
-            *[_call("get_reservation_details", reservation_id=rid) for rid in rids],
+            call("get_user_details", user_id=user_id),
+            *[call("get_reservation_details", reservation_id=rid) for rid in rids],
         ]
 
-    def cancel(self) -> Draft | None:
+    def cancel(self) -> _Draft | None:
         rid = self.pick_reservation(lambda r: self.changeable(r) and bool(self.cancel_grounds(r)))
         if rid is None:
             return None
@@ -468,8 +460,8 @@ class _Generator:
         else:
             why = self.rng.choice(("my plans changed", "I no longer need the trip"))
         user_id = res["user_id"]
-        actions = [*self.reads(user_id, rid), _call("cancel_reservation", reservation_id=rid)]
-        self.replay(actions)
+        actions = [*self.reads(user_id, rid), call("cancel_reservation", reservation_id=rid)]
+        self.run_gold(actions)
         trip = f"{AIRPORTS[res['origin']]} to {AIRPORTS[res['destination']]}"
         reason = self.rng.choice(
             (
@@ -483,7 +475,7 @@ class _Generator:
             f"You want to cancel reservation {rid} (your reason: {why}). You want the full "
             "refund to the original payment method, and to know how much will be refunded."
         )
-        return Draft(
+        return _Draft(
             "cancel", user_id, reason, known, instructions, actions, [_amount(self.paid(rid))]
         )
 
@@ -491,7 +483,7 @@ class _Generator:
         grounds = self.cancel_grounds(rid)
         return self.changeable(rid) and not (set(grounds) - {"insurance"})
 
-    def cancel_refused(self, then_change: bool) -> Draft | None:
+    def cancel_refused(self, then_change: bool) -> _Draft | None:
         if then_change:
             rid = self.pick_reservation(
                 lambda r: (
@@ -516,14 +508,14 @@ class _Generator:
         )
         if not then_change:
             actions = self.reads(user_id, rid)
-            self.replay(actions)
+            self.run_gold(actions)
             instructions = (
                 f"You want to cancel reservation {rid} (your reason: {why}). If the agent says "
                 "it cannot be cancelled, ask how much you paid for it in total, then end the "
                 "conversation."
             )
             known["follow_up_question"] = "How much did I pay for this reservation in total?"
-            return Draft(
+            return _Draft(
                 "cancel_refused", user_id, reason, known, instructions, actions,
                 [_amount(self.paid(rid))], confirm=False,
             )  # fmt: skip
@@ -531,13 +523,13 @@ class _Generator:
         if change is None:
             return None
         actions = [*self.reads(user_id, rid), *change["actions"]]
-        self.replay(actions)
+        self.run_gold(actions)
         known.update(change["known"])
         instructions = (
             f"You want to cancel reservation {rid} (your reason: {why}). If that is not "
             f"possible, move it instead: {change['words']}."
         )
-        return Draft(
+        return _Draft(
             "cancel_refused_then_change", user_id, reason, known, instructions, actions,
             change["outputs"],
         )  # fmt: skip
@@ -591,8 +583,8 @@ class _Generator:
         )
         return {
             "actions": [
-                _call("search_direct_flight", origin=origin, destination=destination, date=date),
-                _call(
+                call("search_direct_flight", origin=origin, destination=destination, date=date),
+                call(
                     "update_reservation_flights",
                     reservation_id=rid,
                     cabin=cabin,
@@ -610,7 +602,7 @@ class _Generator:
             "direction": direction,
         }
 
-    def change_flight(self) -> Draft | None:
+    def change_flight(self) -> _Draft | None:
         rid = self.pick_reservation(
             lambda r: (
                 self.changeable(r)
@@ -626,7 +618,7 @@ class _Generator:
         res = self.reservations[rid]
         user_id = res["user_id"]
         actions = [*self.reads(user_id, rid), *plan["actions"]]
-        self.replay(actions)
+        self.run_gold(actions)
         moved_from = res["origin"] if plan["direction"] == "outbound" else res["destination"]
         reason = self.rng.choice(
             (
@@ -638,7 +630,7 @@ class _Generator:
         )
         known = {"user_id": user_id, "reservation_id": rid, **plan["known"]}
         instructions = f"For reservation {rid}, you want to {plan['words']}. Ask what it costs."
-        return Draft(
+        return _Draft(
             "change_flight", user_id, reason, known, instructions, actions, plan["outputs"]
         )
 
@@ -654,7 +646,7 @@ class _Generator:
             if day["available_seats"][new_cabin] < count:
                 return None
             difference += (day["prices"][new_cabin] - segment["price"]) * count
-            search = _call(
+            search = call(
                 "search_direct_flight",
                 origin=segment["origin"],
                 destination=segment["destination"],
@@ -666,7 +658,7 @@ class _Generator:
             return None
         return {"cabin": new_cabin, "searches": searches, "difference": difference}
 
-    def change_cabin(self, with_passengers: bool = False) -> Draft | None:
+    def change_cabin(self, with_passengers: bool = False) -> _Draft | None:
         rid = self.pick_reservation(lambda r: self.changeable(r) and self.on_sale(r))
         if rid is None:
             return None
@@ -679,7 +671,7 @@ class _Generator:
         if method is None:
             return None
         flights = [{"flight_number": s["flight_number"], "date": s["date"]} for s in res["flights"]]
-        update = _call(
+        update = call(
             "update_reservation_flights",
             reservation_id=rid,
             cabin=plan["cabin"],
@@ -714,8 +706,8 @@ class _Generator:
             instructions += f" Also: {change['words']}."
             reason = reason.rstrip("?.!") + ", and fix a passenger's details."
             category = "change_cabin_and_passengers"
-        self.replay(actions)
-        return Draft(
+        self.run_gold(actions)
+        return _Draft(
             category,
             user_id,
             reason,
@@ -739,7 +731,7 @@ class _Generator:
         if method is None:
             return None
         return {
-            "action": _call(
+            "action": call(
                 "update_reservation_baggages",
                 reservation_id=rid,
                 total_baggages=total,
@@ -751,7 +743,7 @@ class _Generator:
             "method": method,
         }
 
-    def add_bags(self) -> Draft | None:
+    def add_bags(self) -> _Draft | None:
         rid = self.pick_reservation(self.changeable)
         if rid is None:
             return None
@@ -760,7 +752,7 @@ class _Generator:
             return None
         user_id = self.reservations[rid]["user_id"]
         actions = [*self.reads(user_id, rid), plan["action"]]
-        self.replay(actions)
+        self.run_gold(actions)
         extra = plan["extra"]
         reason = self.rng.choice(
             (
@@ -779,7 +771,7 @@ class _Generator:
             f"{self.payment_words(plan['method'])}. Ask what it costs."
         )
         outputs = [_amount(plan["fee"])] if plan["fee"] else []
-        return Draft("add_bags", user_id, reason, known, instructions, actions, outputs)
+        return _Draft("add_bags", user_id, reason, known, instructions, actions, outputs)
 
     def passenger_plan(self, rid: str) -> dict[str, Any] | None:
         res = self.reservations[rid]
@@ -817,13 +809,13 @@ class _Generator:
                 f"my saved passenger {_describe(person)}"
             )
         return {
-            "action": _call(
+            "action": call(
                 "update_reservation_passengers", reservation_id=rid, passengers=passengers
             ),
             "words": words,
         }
 
-    def update_passengers(self) -> Draft | None:
+    def update_passengers(self) -> _Draft | None:
         rid = self.pick_reservation(self.changeable)
         if rid is None:
             return None
@@ -832,7 +824,7 @@ class _Generator:
             return None
         user_id = self.reservations[rid]["user_id"]
         actions = [*self.reads(user_id, rid), plan["action"]]
-        self.replay(actions)
+        self.run_gold(actions)
         reason = self.rng.choice(
             (
                 "Hi, I need to fix a passenger's details on my booking.",
@@ -842,7 +834,7 @@ class _Generator:
         )
         known = {"user_id": user_id, "reservation_id": rid, "passenger_change": plan["words"]}
         instructions = f"On reservation {rid}: {plan['words']}."
-        return Draft("update_passengers", user_id, reason, known, instructions, actions)
+        return _Draft("update_passengers", user_id, reason, known, instructions, actions)
 
     def eligible(self, rid: str) -> bool:
         res = self.reservations[rid]
@@ -855,7 +847,7 @@ class _Generator:
                 return segment, self.status(segment)
         return None
 
-    def certificate(self, with_cancel: bool) -> Draft | None:
+    def certificate(self, with_cancel: bool) -> _Draft | None:
         def fits(r: str) -> bool:
             found = self.disrupted(r) if self.active(r) and self.eligible(r) else None
             if found is None:
@@ -872,11 +864,11 @@ class _Generator:
         actions = self.reads(user_id, rid)
         outputs = []
         if with_cancel:
-            actions.append(_call("cancel_reservation", reservation_id=rid))
+            actions.append(call("cancel_reservation", reservation_id=rid))
             outputs.append(_amount(self.paid(rid)))
-        actions.append(_call("send_certificate", user_id=user_id, amount=amount))
+        actions.append(call("send_certificate", user_id=user_id, amount=amount))
         outputs.append(_amount(amount))
-        self.replay(actions)
+        self.run_gold(actions)
         flight_words = f"flight {segment['flight_number']} on {_date_words(segment['date'])}"
         reason = self.rng.choice(
             (
@@ -897,9 +889,9 @@ class _Generator:
             known["cancel_reason"] = "the airline cancelled my flight"
             instructions += " Also cancel the whole reservation and ask for the refund amount."
             category = "cancel_with_certificate"
-        return Draft(category, user_id, reason, known, instructions, actions, outputs)
+        return _Draft(category, user_id, reason, known, instructions, actions, outputs)
 
-    def compensation_refused_cancel(self) -> Draft | None:
+    def compensation_refused_cancel(self) -> _Draft | None:
         def fits(r: str) -> bool:
             found = self.disrupted(r) if self.changeable(r) and not self.eligible(r) else None
             return found is not None and found[1] == "cancelled"
@@ -910,8 +902,8 @@ class _Generator:
         res = self.reservations[rid]
         user_id = res["user_id"]
         segment, _ = self.disrupted(rid)  # type: ignore[misc]
-        actions = [*self.reads(user_id, rid), _call("cancel_reservation", reservation_id=rid)]
-        self.replay(actions)
+        actions = [*self.reads(user_id, rid), call("cancel_reservation", reservation_id=rid)]
+        self.run_gold(actions)
         flight_words = f"flight {segment['flight_number']} on {_date_words(segment['date'])}"
         reason = f"The airline cancelled my {flight_words}. I want compensation for this mess."
         known = {
@@ -924,12 +916,12 @@ class _Generator:
             f"Your {flight_words} (reservation {rid}) was cancelled by the airline. Ask for "
             "compensation; if you get none, cancel the whole reservation and ask for the refund."
         )
-        return Draft(
+        return _Draft(
             "compensation_refused_cancel", user_id, reason, known, instructions, actions,
             [_amount(self.paid(rid))],
         )  # fmt: skip
 
-    def basic_economy_change_refused(self) -> Draft | None:
+    def basic_economy_change_refused(self) -> _Draft | None:
         rid = self.pick_reservation(
             lambda r: (
                 self.changeable(r)
@@ -945,7 +937,7 @@ class _Generator:
         if plan is None or plan["difference"] <= 0:
             return None
         actions = [*self.reads(user_id, rid), *plan["searches"]]
-        self.replay(actions)
+        self.run_gold(actions)
         later = (
             dt.date.fromisoformat(res["flights"][0]["date"]) + dt.timedelta(days=1)
         ).isoformat()
@@ -967,12 +959,12 @@ class _Generator:
             f"You want to move reservation {rid} to {_date_words(later)}. If the agent refuses, "
             "ask what upgrading the whole reservation to economy would cost, but do not buy it."
         )
-        return Draft(
+        return _Draft(
             "basic_economy_change_refused", user_id, reason, known, instructions, actions,
             [_amount(plan["difference"])], confirm=False,
         )  # fmt: skip
 
-    def change_flight_and_bags(self) -> Draft | None:
+    def change_flight_and_bags(self) -> _Draft | None:
         rid = self.pick_reservation(
             lambda r: (
                 self.changeable(r)
@@ -988,7 +980,7 @@ class _Generator:
             return None
         user_id = self.reservations[rid]["user_id"]
         actions = [*self.reads(user_id, rid), *plan["actions"], bags["action"]]
-        self.replay(actions)
+        self.run_gold(actions)
         reason = "I need to change a flight on my reservation and add some luggage."
         known = {
             "user_id": user_id,
@@ -1002,11 +994,11 @@ class _Generator:
             f"paid with {self.payment_words(bags['method'])}. Ask what each change costs."
         )
         outputs = plan["outputs"] + [_amount(bags["fee"])]
-        return Draft(
+        return _Draft(
             "change_flight_and_bags", user_id, reason, known, instructions, actions, outputs
         )
 
-    def cancel_two(self) -> Draft | None:
+    def cancel_two(self) -> _Draft | None:
         user_id = self.rng.choice(self.user_ids)
         mine = [r for r in self.users[user_id]["reservations"] if self.changeable(r)]
         allowed = [r for r in mine if set(self.cancel_grounds(r)) - {"insurance"}]
@@ -1019,8 +1011,8 @@ class _Generator:
         pair = sorted((first, second))
         actions = self.reads(user_id, *pair)
         to_cancel = [r for r in pair if r in allowed]
-        actions += [_call("cancel_reservation", reservation_id=r) for r in to_cancel]
-        self.replay(actions)
+        actions += [call("cancel_reservation", reservation_id=r) for r in to_cancel]
+        self.run_gold(actions)
         refund = sum(self.paid(r) for r in to_cancel)
         reason = "Hi, I want to cancel two of my reservations and get refunds."
         known = {
@@ -1032,9 +1024,11 @@ class _Generator:
             f"Cancel reservations {pair[0]} and {pair[1]} because your plans changed. Accept "
             "that one may not be cancellable. Ask for the total refund."
         )
-        return Draft("cancel_two", user_id, reason, known, instructions, actions, [_amount(refund)])
+        return _Draft(
+            "cancel_two", user_id, reason, known, instructions, actions, [_amount(refund)]
+        )
 
-    def transfer_after_write(self) -> Draft | None:
+    def transfer_after_write(self) -> _Draft | None:
         user_id = self.rng.choice(self.user_ids)
         mine = self.users[user_id]["reservations"]
         flown = [
@@ -1051,8 +1045,8 @@ class _Generator:
         actions = [
             *self.reads(user_id, target),
             bags["action"],
-            _call("get_reservation_details", reservation_id=other),
-            _call(
+            call("get_reservation_details", reservation_id=other),
+            call(
                 "transfer_to_human_agents",
                 summary=(
                     f"User {user_id} added bags to {target} and wants to cancel {other}, whose "
@@ -1060,7 +1054,7 @@ class _Generator:
                 ),
             ),
         ]
-        self.replay(actions)
+        self.run_gold(actions)
         reason = "Hi, I have two things: some extra bags for one trip, and a cancellation."
         known = {
             "user_id": user_id,
@@ -1075,9 +1069,9 @@ class _Generator:
             f"{self.payment_words(bags['method'])}); then ask to cancel the rest of reservation "
             f"{other}. Accept a transfer to a human agent."
         )
-        return Draft("transfer_after_write", user_id, reason, known, instructions, actions)
+        return _Draft("transfer_after_write", user_id, reason, known, instructions, actions)
 
-    def transfer(self) -> Draft | None:
+    def transfer(self) -> _Draft | None:
         rid = self.pick_reservation(lambda r: self.active(r) and self.flown(r))
         if rid is None:
             return None
@@ -1087,24 +1081,24 @@ class _Generator:
         issue = self.rng.choice(("my checked bag never arrived", "my suitcase was damaged"))
         actions = [
             *self.reads(user_id, rid),
-            _call(
+            call(
                 "transfer_to_human_agents",
                 summary=f"User {user_id}: on flight {flown['flight_number']}, {issue}.",
             ),
         ]
-        self.replay(actions)
+        self.run_gold(actions)
         reason = f"After my flight {flown['flight_number']}, {issue}. What can you do?"
         known = {"user_id": user_id, "reservation_id": rid, "flight_issue": issue}
         instructions = "Explain the baggage problem; accept a transfer to a human agent."
-        return Draft("transfer", user_id, reason, known, instructions, actions)
+        return _Draft("transfer", user_id, reason, known, instructions, actions)
 
-    def refusal(self) -> Draft | None:
+    def refusal(self) -> _Draft | None:
         rid = self.pick_reservation(self.changeable)
         if rid is None:
             return None
         user_id = self.reservations[rid]["user_id"]
         actions = self.reads(user_id, rid)
-        self.replay(actions)
+        self.run_gold(actions)
         request = self.rng.choice(
             (
                 "add one more passenger, my colleague, to this reservation",
@@ -1115,10 +1109,11 @@ class _Generator:
         reason = f"Hi, I'd like to {request}."
         known = {"user_id": user_id, "reservation_id": rid}
         instructions = f"You want to {request} (reservation {rid}). Accept a refusal."
-        return Draft("refusal", user_id, reason, known, instructions, actions, confirm=False)
+        return _Draft("refusal", user_id, reason, known, instructions, actions, confirm=False)
 
-    def draft(self, category: str) -> Draft | None:
-        builders: dict[str, Callable[[], Draft | None]] = {
+    def draft(self, rng: random.Random, category: str) -> _Draft | None:
+        self.rng = rng
+        builders: dict[str, Callable[[], _Draft | None]] = {
             "book_one_way": lambda: self.book("book_one_way"),
             "book_round_trip": lambda: self.book("book_round_trip"),
             "book_one_stop": lambda: self.book("book_one_stop"),
@@ -1162,78 +1157,49 @@ def _first(offer: Any) -> dict[str, Any]:
     return offer[0] if isinstance(offer, list) else offer
 
 
-def category_counts(size: int) -> dict[str, int]:
-    """How many tasks of each category a split of ``size`` gets (largest remainder)."""
-    total = sum(CATEGORY_WEIGHTS.values())
-    exact = {name: weight * size / total for name, weight in CATEGORY_WEIGHTS.items()}
-    counts = {name: int(value) for name, value in exact.items()}
-    by_remainder = sorted(exact, key=lambda n: (counts[n] - exact[n], n))
-    for name in by_remainder[: size - sum(counts.values())]:
-        counts[name] += 1
-    return counts
+def _finish(rng: random.Random, ctx: _Context, draft: _Draft, category: str) -> Finished:
+    """The scenario (its persona is drawn once the task is kept), gold, outputs and writes."""
+    scenario = {
+        "persona": "",
+        "reason_for_call": draft.reason,
+        "known_info": draft.known,
+        "task_instructions": draft.instructions,
+        "confirm": draft.confirm,
+    }
+    writes = [a["name"] for a in draft.actions if a["name"] in WRITE_TOOLS]
+    return scenario, draft.actions, draft.outputs, writes
 
 
-def _row(draft: Draft, split: str, number: int, policy: str) -> dict[str, Any]:
-    writes = [a["name"] for a in draft.actions if _WRITES.get(a["name"], False)]
-    return tau_task_row(
-        env_id=ENV_ID,
-        domain=DOMAIN_NAME,
-        task_id=f"airline-{split}-{number:04d}",
-        policy=policy,
-        scenario={
-            "persona": draft.persona,
-            "reason_for_call": draft.reason,
-            "known_info": draft.known,
-            "task_instructions": draft.instructions,
-            "confirm": draft.confirm,
-        },
-        actions=draft.actions,
-        outputs=draft.outputs,
-        extra_info={"split": split, "category": draft.category, "writes": writes},
-    )
+def _signature(category: str, finished: Finished) -> str:
+    """What makes two tasks the same task (transfer summaries are free text: ignored)."""
+    _, actions, outputs, _ = finished
+    calls = [
+        {"name": a["name"]}
+        if a["name"] == "transfer_to_human_agents"
+        else {"name": a["name"], "arguments": a["arguments"]}
+        for a in actions
+    ]
+    return json.dumps([category, calls, outputs], sort_keys=True)
 
 
-_WRITES = {
-    "book_reservation": True,
-    "cancel_reservation": True,
-    "update_reservation_flights": True,
-    "update_reservation_passengers": True,
-    "update_reservation_baggages": True,
-    "send_certificate": True,
-}
+def _category(name: str) -> Callable[[random.Random, _Context], _Draft | None]:
+    return lambda rng, ctx: ctx.draft(rng, name)
 
 
-def generate_splits(
-    sizes: dict[str, int] | None = None, seed: int = 0
-) -> dict[str, list[dict[str, Any]]]:
-    """Task rows per split; no task (same category, gold actions and outputs) is in two splits."""
-    from tool_envs.tau.domains.airline import POLICY
+TASKS = TaskSource(
+    domain=DOMAIN_NAME,
+    env_id=ENV_ID,
+    policy=POLICY,
+    context=_Context,
+    load_tables=load_tables,
+    weights=CATEGORY_WEIGHTS,
+    categories={name: _category(name) for name in CATEGORY_WEIGHTS},
+    finish=_finish,
+    key=_signature,
+    tags_field="writes",
+    attempts_per_task=2000,
+)
+"""Airline's tasks; ``extra_info["writes"]`` names the write tools a task calls."""
 
-    sizes = dict(sizes or DEFAULT_SIZES)
-    generator = _Generator(seed)
-    seen: set[str] = set()
-    splits: dict[str, list[dict[str, Any]]] = {}
-    for split, size in sizes.items():
-        drafts: list[Draft] = []
-        for category, count in category_counts(size).items():
-            made, attempts = 0, 0
-            while made < count:
-                attempts += 1
-                if attempts > 2000:
-                    raise RuntimeError(f"cannot draw {count} '{category}' tasks from the database")
-                draft = generator.draft(category)
-                if draft is None or draft.signature() in seen:
-                    continue
-                seen.add(draft.signature())
-                draft.persona = generator.persona(draft.user_id)
-                drafts.append(draft)
-                made += 1
-        generator.rng.shuffle(drafts)
-        splits[split] = [_row(d, split, i, POLICY) for i, d in enumerate(drafts)]
-    return splits
-
-
-@functools.cache
-def default_splits() -> dict[str, list[dict[str, Any]]]:
-    """The airline task set shipped with the env (also written to ``datasets/tau_airline``)."""
-    return generate_splits()
+generate_splits = TASKS.generate
+default_splits = TASKS.default_splits

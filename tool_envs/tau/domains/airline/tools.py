@@ -21,11 +21,11 @@ from typing import Any, Literal
 
 from tool_envs.core.tools import format_result, tool
 from tool_envs.tau.db import BaseTables
-from tool_envs.tau.domain import DomainTools
 from tool_envs.tau.domains.airline.data import AIRPORTS, BAG_FEE, INSURANCE_FEE, MAX_PASSENGERS
 from tool_envs.tau.domains.airline.data import NOW as _NOW
+from tool_envs.tau.domains.airline.records import Cabin
+from tool_envs.tau.tools import DomainTools
 
-Cabin = Literal["basic_economy", "economy", "business"]
 _PASSENGER_FIELDS = ("first_name", "last_name", "dob")
 _AIRPORT_TEXT = format_result([{"iata": code, "city": city} for code, city in AIRPORTS.items()])
 _ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -206,16 +206,11 @@ class AirlineTools(DomainTools):
     # per process (see :func:`_views`): base records are never mutated, and an episode's edited
     # records are other objects, never cached.
 
-    def _text(self, key: Any, records: list[tuple[str, str, Any]], build: Any) -> str:
-        base = self.db.base
-        pristine = all(record is base.tables[t].get(k) for t, k, record in records)
-        if not pristine:
-            return format_result(build())
-        views = _views(base)
-        text = views.get(key)
-        if text is None:
-            text = views[key] = format_result(build())
-        return text
+    def _text_store(self) -> dict[Any, str]:
+        return _views(self.db.base)
+
+    def _dumps(self, value: Any) -> str:
+        return format_result(value)
 
     def _connections(self, origin: str, destination: str) -> list[tuple[str, str]]:
         """Flight-number pairs that connect ``origin`` to ``destination`` with one stop.
@@ -250,7 +245,7 @@ class AirlineTools(DomainTools):
             user_id: The user's id, such as 'sara_doe_4965'.
         """
         user = self._user(user_id)
-        return self._text(("user", user_id), [("users", user_id, user)], lambda: user)
+        return self._cached(("user", user_id), [("users", user_id, user)], lambda: user)
 
     @tool
     def get_reservation_details(self, reservation_id: str) -> str:
@@ -264,7 +259,7 @@ class AirlineTools(DomainTools):
 
         # Flight statuses never change through the tools, so only the reservation matters.
         key = ("reservation", reservation_id)
-        return self._text(
+        return self._cached(
             key,
             [("reservations", reservation_id, reservation)],
             lambda: _with_status(reservation, self.db.get),
@@ -323,7 +318,7 @@ class AirlineTools(DomainTools):
             offers = (self._offer(flight, date) for _, _, flight in flights)
             return [offer for offer in offers if offer is not None]
 
-        return self._text(("direct", origin, destination, date), flights, build)
+        return self._cached(("direct", origin, destination, date), flights, build)
 
     @tool
     def search_onestop_flight(self, origin: str, destination: str, date: str) -> str:
@@ -350,7 +345,7 @@ class AirlineTools(DomainTools):
                     found.append(offers)
             return found
 
-        return self._text(("onestop", origin, destination, date), used, build)
+        return self._cached(("onestop", origin, destination, date), used, build)
 
     # ------------------------------------------------------------------ write tools
 

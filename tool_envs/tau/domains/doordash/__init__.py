@@ -10,9 +10,14 @@ at import time: :mod:`.data`, :mod:`.tools`, :mod:`.tasks`.
 
 from __future__ import annotations
 
-from tool_envs.tau.domain import Domain
 from tool_envs.tau.domains.doordash.data import NOW, generate_tables, load_tables
-from tool_envs.tau.domains.doordash.tasks import ENV_ID, POLICY, default_splits, generate_splits
+from tool_envs.tau.domains.doordash.tasks import (
+    ENV_ID,
+    POLICY,
+    TASKS,
+    default_splits,
+    generate_splits,
+)
 from tool_envs.tau.domains.doordash.tools import DoordashTools
 from tool_envs.tau.env import TauEnv
 
@@ -71,15 +76,7 @@ USER_KEYWORDS: dict[str, tuple[str, ...]] = {
 }
 """Words that make the scripted user give a field of ``known_info`` (besides its name)."""
 
-DOMAIN = Domain(
-    name="doordash",
-    env_id=ENV_ID,
-    policy=POLICY,
-    tools=DoordashTools,
-    load_tables=load_tables,
-    load_splits=default_splits,
-    user_keywords=USER_KEYWORDS,
-)
+DOMAIN = TASKS.make_domain(DoordashTools, user_keywords=USER_KEYWORDS)
 
 
 class TauDoordashEnv(TauEnv):

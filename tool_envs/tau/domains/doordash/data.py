@@ -7,7 +7,8 @@ Friday evening), so which orders are still on their way and which refund or cred
 open never depends on the clock. Amounts are dollars as floats made from whole cents
 (:func:`money`), so equal amounts always hash alike.
 
-Tables (every table maps a record's id to the record; all values are JSON types):
+Tables (every table maps a record's id to the record; all values are JSON types; the record
+types are in :mod:`.records`):
 
 ``customers`` (500)
     ``{customer_id, name: {first_name, last_name}, email, phone, dashpass, addresses:

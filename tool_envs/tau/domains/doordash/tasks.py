@@ -17,15 +17,12 @@ order) are kept to about 3% of a split.
 
 from __future__ import annotations
 
-import functools
-import json
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from tool_envs.tau.db import BaseTables, Database
+from tool_envs.tau.db import Record
 from tool_envs.tau.domains.doordash.data import (
     CHANGEABLE_STATUSES,
     CITY_NAMES,
@@ -47,23 +44,17 @@ from tool_envs.tau.domains.doordash.tools import (
     order_credits,
     recent_credits,
 )
-from tool_envs.tau.taskgen import Finished, generate_task_rows
+from tool_envs.tau.drafts import Draft, Finished, Identity, Part, TaskWriter, call
+from tool_envs.tau.taskgen import TaskContext, TaskSource
+from tool_envs.tau.tools import write_tool_names
+from tool_envs.tau.wording import Opening, and_join
+from tool_envs.tau.wording import money as _money
 
 ENV_ID = "tool_envs/TauDoordash-v0"
 DOMAIN_NAME = "doordash"
 POLICY = Path(__file__).with_name("policy.md").read_text(encoding="utf-8")
 
-Record = dict[str, Any]
-Action = dict[str, Any]
-
-WRITE_TOOLS = (
-    "modify_order_items",
-    "add_order_items",
-    "update_delivery_address",
-    "cancel_order",
-    "issue_refund",
-    "issue_credit",
-)
+WRITE_TOOLS = write_tool_names(DoordashTools)
 
 # Share of each category in a split (normalised). The two "silent" categories (no write, no
 # output: transfers and requests about another customer's order) are the only tasks a
@@ -102,7 +93,11 @@ _TRAITS = (
     "You are cheerful and thank the agent often.",
     "You are a little distracted (you are at work) but answer when asked.",
 )
-_CONFIRM_RULE = "When the agent asks you to confirm an action you asked for, say yes."
+_WRITER = TaskWriter(writes=WRITE_TOOLS, join_by_key={"order_id": " and "})
+_opening = Opening(
+    greetings=("Hi,", "Hello,", "Hi there,", "Hey,", "Good evening,"),
+    wants=("I'd like to", "I want to", "I need to", "can you help me"),
+)
 _CANCEL_PHRASES = {
     "no_longer_needed": "you no longer need it (your plans changed)",
     "ordered_by_mistake": "you ordered it by mistake",
@@ -123,19 +118,11 @@ _REFUND_SAY = {
 
 def money(amount_cents: int) -> str:
     """An amount as a required output: '42.75', '42.7' or '42', so '42.70' and '$42.00' match."""
-    return f"{amount_cents / 100:.2f}".rstrip("0").rstrip(".")
+    return _money(amount_cents / 100)
 
 
 def _num(amount_cents: int) -> str:
     return f"{amount_cents / 100:.2f}"
-
-
-def _call(name: str, **arguments: Any) -> Action:
-    return {"name": name, "arguments": arguments}
-
-
-def _join(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def _options_text(options: list[Record]) -> str:
@@ -164,16 +151,17 @@ def _clock(text: str) -> str:
 # --------------------------------------------------------------------------- context
 
 
-class _Context:
+class _Context(TaskContext):
     """The database and the order lists the generator draws from (built once per generation)."""
 
+    tools_class = DoordashTools
+
     def __init__(self, tables: Mapping[str, Mapping[str, Record]]):
+        super().__init__(tables)
         self.customers: dict[str, Record] = dict(tables["customers"])
         self.orders: dict[str, Record] = dict(tables["orders"])
         self.restaurants: dict[str, Record] = dict(tables["restaurants"])
         self.dashers: dict[str, Record] = dict(tables["dashers"])
-        self.base = BaseTables(tables)
-        self.tools = DoordashTools()
         self.groups: dict[str, list[str]] = {}
         for order_id, order in self.orders.items():
             for group in _groups_of(order):
@@ -195,20 +183,6 @@ class _Context:
 
     def menu(self, order: Record) -> dict[str, Record]:
         return self.restaurants[order["restaurant_id"]]["menu"]
-
-    def replays(self, actions: list[Action]) -> bool:
-        """True if every action succeeds in order on a fresh database.
-
-        The tool methods are called directly (the env's toolset adds schema checks; the tests
-        replay every task through the env itself).
-        """
-        self.tools.db = Database(self.base)
-        for action in actions:
-            try:
-                getattr(self.tools, action["name"])(**json.loads(json.dumps(action["arguments"])))
-            except ValueError:
-                return False
-        return True
 
 
 def _groups_of(order: Record) -> list[str]:
@@ -255,15 +229,9 @@ def _credited_for(customer: Record, order_id: str, reason: str) -> bool:
 
 
 @dataclass
-class _Part:
-    """One request: its gold calls, what the user knows, and how they would ask for it."""
+class _Part(Part):
+    """A request that may add credit or cancel with a reason code."""
 
-    actions: list[Action]
-    info: dict[str, str]
-    instruction: str
-    ask: str
-    outputs: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
     credit: int = 0  # cents of credit this part adds to the customer's balance
     reason_code: str = ""  # the cancel reason the gold uses, for parts that cancel
 
@@ -274,20 +242,20 @@ def _cancel(rng: random.Random, ctx: _Context, order: Record, output: bool) -> _
         reason = "no_longer_needed"
     fee = cancellation_fee(order)
     refund = amount_paid(order) - fee
-    actions = [_call("get_order_details", order_id=order["order_id"])]
+    actions = [call("get_order_details", order_id=order["order_id"])]
     instruction = (
         f"You want to cancel your order {order['order_id']} from {order['restaurant_name']} "
         f"because {_CANCEL_PHRASES[reason]}."
     )
     outputs = []
     if fee:
-        actions.append(_call("calculate", expression=f"{_num(amount_paid(order))} - {_num(fee)}"))
+        actions.append(call("calculate", expression=f"{_num(amount_paid(order))} - {_num(fee)}"))
         instruction += " You accept the cancellation fee."
     if output or fee:
         # With a fee the policy has the agent state the refund before cancelling.
         outputs = [money(refund)]
         instruction += _REFUND_QUESTION
-    actions.append(_call("cancel_order", order_id=order["order_id"], reason=reason))
+    actions.append(call("cancel_order", order_id=order["order_id"], reason=reason))
     return _Part(
         actions=actions,
         info={"order_id": order["order_id"], "reason": _CANCEL_SAY[reason]},
@@ -372,21 +340,21 @@ def _modify(
     total = cents(order["total"])
     new_total = total + new_cents - old_cents
     actions = [
-        _call("get_order_details", order_id=order["order_id"]),
-        _call("get_menu", restaurant_id=order["restaurant_id"]),
+        call("get_order_details", order_id=order["order_id"]),
+        call("get_menu", restaurant_id=order["restaurant_id"]),
     ]
     outputs = []
     instruction = (
         f"In your order {order['order_id']} from {order['restaurant_name']}, you want to "
-        f"{_join(texts)}."
+        f"{and_join(texts)}."
     )
     if output:
         actions.append(
-            _call("calculate", expression=f"{_num(total)} - {_num(old_cents)} + {_num(new_cents)}")
+            call("calculate", expression=f"{_num(total)} - {_num(old_cents)} + {_num(new_cents)}")
         )
         outputs = [money(new_total)]
         instruction += " You want to know the new order total."
-    actions.append(_call("modify_order_items", order_id=order["order_id"], changes=changes))
+    actions.append(call("modify_order_items", order_id=order["order_id"], changes=changes))
     return _Part(
         actions=actions,
         info={"order_id": order["order_id"], "changes": "; ".join(texts)},
@@ -437,23 +405,23 @@ def _add(
         added += cents(line["line_total"])
     total = cents(order["total"])
     actions = [
-        _call("get_order_details", order_id=order["order_id"]),
-        _call("get_menu", restaurant_id=order["restaurant_id"]),
+        call("get_order_details", order_id=order["order_id"]),
+        call("get_menu", restaurant_id=order["restaurant_id"]),
     ]
     outputs = []
     instruction = (
-        f"You want to add {_join(texts)} to your order {order['order_id']} from "
+        f"You want to add {and_join(texts)} to your order {order['order_id']} from "
         f"{order['restaurant_name']}."
     )
     instruction += " You do not want any other options or extras on them."
     if output:
-        actions.append(_call("calculate", expression=f"{_num(total)} + {_num(added)}"))
+        actions.append(call("calculate", expression=f"{_num(total)} + {_num(added)}"))
         outputs = [money(total + added)]
         instruction += " You want to know the new order total."
-    actions.append(_call("add_order_items", order_id=order["order_id"], items=arguments))
+    actions.append(call("add_order_items", order_id=order["order_id"], items=arguments))
     return _Part(
         actions=actions,
-        info={"order_id": order["order_id"], "new_items": _join(texts)},
+        info={"order_id": order["order_id"], "new_items": and_join(texts)},
         instruction=instruction,
         ask=rng.choice(
             (
@@ -495,8 +463,8 @@ def _address(rng: random.Random, ctx: _Context, order: Record) -> _Part | None:
         )
     return _Part(
         actions=[
-            _call("get_order_details", order_id=order["order_id"]),
-            _call("update_delivery_address", order_id=order["order_id"], **address),
+            call("get_order_details", order_id=order["order_id"]),
+            call("update_delivery_address", order_id=order["order_id"], **address),
         ],
         info={"order_id": order["order_id"], "new_address": said},
         instruction=instruction,
@@ -549,7 +517,7 @@ def _items_said(affected: list[tuple[Record, int]]) -> str:
             )
         else:
             texts.append(f"{quantity} of the {line['quantity']} {line['name']}")
-    return _join(texts)
+    return and_join(texts)
 
 
 def _refund(
@@ -568,14 +536,14 @@ def _refund(
     if affected is None:
         return None
     amounts = [cents(line["unit_price"]) * quantity for line, quantity in affected]
-    actions = [_call("get_order_details", order_id=order["order_id"])]
+    actions = [call("get_order_details", order_id=order["order_id"])]
     outputs = []
     if output or count > 1:
         if count > 1:
-            actions.append(_call("calculate", expression=" + ".join(_num(a) for a in amounts)))
+            actions.append(call("calculate", expression=" + ".join(_num(a) for a in amounts)))
         outputs = [money(sum(amounts))]
     items = [{"line_id": line["line_id"], "quantity": quantity} for line, quantity in affected]
-    actions.append(_call("issue_refund", order_id=order["order_id"], items=items, reason=reason))
+    actions.append(call("issue_refund", order_id=order["order_id"], items=items, reason=reason))
     said = _items_said(affected)
     problem = _REFUND_SAY[reason]
     instruction = (
@@ -633,8 +601,8 @@ def _refund_partial(rng: random.Random, ctx: _Context, order: Record) -> _Part |
     refund_said = _items_said([(line, quantity)])
     bad_said = f"the {bad_line['name']}"
     actions = [
-        _call("get_order_details", order_id=order["order_id"]),
-        _call(
+        call("get_order_details", order_id=order["order_id"]),
+        call(
             "issue_refund",
             order_id=order["order_id"],
             items=[{"line_id": line["line_id"], "quantity": quantity}],
@@ -689,12 +657,12 @@ def _late_credit(rng: random.Random, ctx: _Context, order: Record) -> _Part | No
     amount, balance = found
     customer = ctx.customer_of(order)
     actions = [
-        _call("get_order_details", order_id=order["order_id"]),
-        _call("track_delivery", order_id=order["order_id"]),
-        _call(
+        call("get_order_details", order_id=order["order_id"]),
+        call("track_delivery", order_id=order["order_id"]),
+        call(
             "calculate", expression=f"{_num(cents(customer['credits_balance']))} + {_num(amount)}"
         ),
-        _call(
+        call(
             "issue_credit", order_id=order["order_id"], amount=amount / 100, reason="late_delivery"
         ),
     ]
@@ -732,12 +700,12 @@ def _quality_credit(rng: random.Random, ctx: _Context, order: Record) -> _Part |
     dish = rng.choice(order["items"])["name"]
     return _Part(
         actions=[
-            _call("get_order_details", order_id=order["order_id"]),
-            _call(
+            call("get_order_details", order_id=order["order_id"]),
+            call(
                 "calculate",
                 expression=f"{_num(cents(customer['credits_balance']))} + {_num(amount)}",
             ),
-            _call(
+            call(
                 "issue_credit",
                 order_id=order["order_id"],
                 amount=amount / 100,
@@ -777,15 +745,15 @@ def _late_report_credit(rng: random.Random, ctx: _Context, order: Record) -> _Pa
     said = _items_said(affected)
     problem = _REFUND_SAY[reason]
     day = order["timeline"]["delivered"][:10]
-    actions = [_call("get_order_details", order_id=order["order_id"])]
+    actions = [call("get_order_details", order_id=order["order_id"])]
     if len(affected) > 1:
         expression = " + ".join(_num(cents(ln["unit_price"]) * q) for ln, q in affected)
-        actions.append(_call("calculate", expression=expression))
+        actions.append(call("calculate", expression=expression))
     actions += [
-        _call(
+        call(
             "calculate", expression=f"{_num(cents(customer['credits_balance']))} + {_num(amount)}"
         ),
-        _call(
+        call(
             "issue_credit",
             order_id=order["order_id"],
             amount=amount / 100,
@@ -824,39 +792,18 @@ def _late_report_credit(rng: random.Random, ctx: _Context, order: Record) -> _Pa
 # --------------------------------------------------------------------------- categories
 
 
-@dataclass
-class _Draft:
-    customer: Record
-    parts: list[_Part]
-    reason_for_call: str
-    extra_instruction: str = ""
-    extra_actions: list[Action] = field(default_factory=list)
-    extra_outputs: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    confirm: bool = True
-
-
-def _opening(rng: random.Random, asks: list[str], question: str = "") -> str:
-    greeting = rng.choice(("Hi,", "Hello,", "Hi there,", "Hey,", "Good evening,"))
-    want = rng.choice(("I'd like to", "I want to", "I need to", "can you help me"))
-    body = asks[0] if len(asks) == 1 else ", ".join(asks[:-1]) + ", and also " + asks[-1]
-    text = f"{greeting} {want} {body}"
-    text += "?" if want == "can you help me" else "."
-    return text + (f" {question}" if question else "")
-
-
 def _one(
     part: _Part | None, ctx: _Context, order: Record | None, rng: random.Random
-) -> _Draft | None:
+) -> Draft | None:
     """A draft of one part about one order of the order's customer."""
     if part is None or order is None:
         return None
-    return _Draft(
-        customer=ctx.customer_of(order), parts=[part], reason_for_call=_opening(rng, [part.ask])
+    return Draft(
+        subject=ctx.customer_of(order), parts=[part], reason_for_call=_opening(rng, [part.ask])
     )
 
 
-def _single(rng: random.Random, ctx: _Context, category: str) -> _Draft | None:
+def _single(rng: random.Random, ctx: _Context, category: str) -> Draft | None:
     output = rng.random() < 0.6
     if category == "cancel":
         order = ctx.pick(rng, "changeable")
@@ -891,7 +838,7 @@ def _single(rng: random.Random, ctx: _Context, category: str) -> _Draft | None:
     raise ValueError(category)
 
 
-def _cancel_two(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _cancel_two(rng: random.Random, ctx: _Context) -> Draft | None:
     first = ctx.pick(rng, "changeable")
     customer = ctx.customer_of(first)
     others = ctx.orders_of(customer, "changeable", exclude=first["order_id"])
@@ -907,20 +854,20 @@ def _cancel_two(rng: random.Random, ctx: _Context) -> _Draft | None:
     for part in parts:
         part.outputs = []
         part.instruction = part.instruction.replace(_REFUND_QUESTION, "")
-    return _Draft(
-        customer=customer,
+    return Draft(
+        subject=customer,
         parts=parts,
         reason_for_call=_opening(
             rng, ["cancel both of the orders I have on the way"], "How much do I get back?"
         ),
         extra_instruction="You want to know the total amount refunded for both orders.",
-        extra_actions=[_call("calculate", expression=" + ".join(_num(r) for r in refunds))],
+        extra_actions=[call("calculate", expression=" + ".join(_num(r) for r in refunds))],
         extra_outputs=[money(sum(refunds))],
         tags=["multi_step"],
     )
 
 
-def _modify_and_add(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _modify_and_add(rng: random.Random, ctx: _Context) -> Draft | None:
     order = ctx.pick(rng, "changeable")
     modify = _modify(rng, ctx, order, 1, False)
     add = _add(rng, ctx, order, 1, False)
@@ -959,14 +906,14 @@ def _modify_and_add(rng: random.Random, ctx: _Context) -> _Draft | None:
         f"{_num(cents(order['total']))} - {_num(cents(line['line_total']))} + "
         f"{_num(new_line_cents)} + {_num(added_cents)}"
     )
-    return _Draft(
-        customer=ctx.customer_of(order),
+    return Draft(
+        subject=ctx.customer_of(order),
         parts=[modify, add],
         reason_for_call=_opening(
             rng, [modify.ask, "add something to it"], "What will the new total be?"
         ),
         extra_instruction="You want to know the new order total after both changes.",
-        extra_actions=[_call("calculate", expression=expression)],
+        extra_actions=[call("calculate", expression=expression)],
         extra_outputs=[money(total)],
         tags=["multi_step"],
     )
@@ -975,7 +922,7 @@ def _modify_and_add(rng: random.Random, ctx: _Context) -> _Draft | None:
 _COMBOS = ("cancel+refund", "add+address", "late+refund", "refund+eta", "modify+quality")
 
 
-def _multi_step(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _multi_step(rng: random.Random, ctx: _Context) -> Draft | None:
     combo = rng.choice(_COMBOS)
     if combo == "add+address":
         order = ctx.pick(rng, "changeable")
@@ -1027,14 +974,14 @@ def _multi_step(rng: random.Random, ctx: _Context) -> _Draft | None:
         if any(part is None for part in parts):
             return None
         asks = [part.ask for part in parts]
-    return _Draft(
-        customer=customer, parts=parts, reason_for_call=_opening(rng, asks), tags=["multi_step"]
+    return Draft(
+        subject=customer, parts=parts, reason_for_call=_opening(rng, asks), tags=["multi_step"]
     )
 
 
 def _eta(rng: random.Random, ctx: _Context, order: Record) -> _Part:
     return _Part(
-        actions=[_call("track_delivery", order_id=order["order_id"])],
+        actions=[call("track_delivery", order_id=order["order_id"])],
         info={"order_id": order["order_id"]},
         instruction=(
             f"You want to know when your order {order['order_id']} from "
@@ -1051,7 +998,7 @@ def _eta(rng: random.Random, ctx: _Context, order: Record) -> _Part:
     )
 
 
-def _declined(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _declined(rng: random.Random, ctx: _Context) -> Draft | None:
     order = ctx.pick(rng, rng.choice(("confirmed", "preparing")))
     part = _cancel(rng, ctx, order, True)
     part.actions = part.actions[:-1]  # the customer declines: no write
@@ -1065,8 +1012,8 @@ def _declined(rng: random.Random, ctx: _Context) -> _Draft | None:
         "hear that there is a cancellation fee you change your mind: when asked to confirm, say "
         "no and keep the order."
     )
-    return _Draft(
-        customer=ctx.customer_of(order),
+    return Draft(
+        subject=ctx.customer_of(order),
         parts=[part],
         reason_for_call=_opening(rng, [f"maybe {part.ask}"], "Would it cost me anything?"),
         tags=["declined"],
@@ -1082,14 +1029,14 @@ _PICKUP_REQUESTS = (
 )
 
 
-def _refuse_after_pickup(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _refuse_after_pickup(rng: random.Random, ctx: _Context) -> Draft | None:
     order = ctx.pick(rng, "picked_up")
     _, ask, want = rng.choice(_PICKUP_REQUESTS)
     name = order["restaurant_name"]
     part = _Part(
         actions=[
-            _call("get_order_details", order_id=order["order_id"]),
-            _call("track_delivery", order_id=order["order_id"]),
+            call("get_order_details", order_id=order["order_id"]),
+            call("track_delivery", order_id=order["order_id"]),
         ],
         info={"order_id": order["order_id"]},
         instruction=(
@@ -1104,12 +1051,12 @@ def _refuse_after_pickup(rng: random.Random, ctx: _Context) -> _Draft | None:
     return _one(part, ctx, order, rng)
 
 
-def _refuse_too_old(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _refuse_too_old(rng: random.Random, ctx: _Context) -> Draft | None:
     order = ctx.pick(rng, "old")
     line = rng.choice(order["items"])
     day = order["timeline"]["delivered"][:10]
     part = _Part(
-        actions=[_call("get_order_details", order_id=order["order_id"])],
+        actions=[call("get_order_details", order_id=order["order_id"])],
         info={
             "order_id": order["order_id"],
             "items": f"the {line['name']}",
@@ -1128,7 +1075,7 @@ def _refuse_too_old(rng: random.Random, ctx: _Context) -> _Draft | None:
     return _one(part, ctx, order, rng)
 
 
-def _refuse_credit_limit(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _refuse_credit_limit(rng: random.Random, ctx: _Context) -> Draft | None:
     order = ctx.pick(rng, "week")
     customer = ctx.customer_of(order)
     if _credit_room(customer, order["order_id"]) > 0:
@@ -1146,8 +1093,8 @@ def _refuse_credit_limit(rng: random.Random, ctx: _Context) -> _Draft | None:
     else:
         output, limit = money(recent_credits(customer)), "in the last 30 days"
     part = _Part(
-        actions=[_call("get_order_details", order_id=order["order_id"])]
-        + [_call(name, order_id=order["order_id"]) for name in actions],
+        actions=[call("get_order_details", order_id=order["order_id"])]
+        + [call(name, order_id=order["order_id"]) for name in actions],
         info={"order_id": order["order_id"], "issue": issue},
         instruction=(
             f"About your order {order['order_id']} from {order['restaurant_name']}: {issue}. "
@@ -1161,7 +1108,7 @@ def _refuse_credit_limit(rng: random.Random, ctx: _Context) -> _Draft | None:
     return _one(part, ctx, order, rng)
 
 
-def _refuse_outside_area(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _refuse_outside_area(rng: random.Random, ctx: _Context) -> Draft | None:
     order = ctx.pick(rng, "changeable")
     restaurant = ctx.restaurants[order["restaurant_id"]]
     city = restaurant["address"]["city"]
@@ -1169,8 +1116,8 @@ def _refuse_outside_area(rng: random.Random, ctx: _Context) -> _Draft | None:
     address = random_address(rng, city_index(elsewhere))
     part = _Part(
         actions=[
-            _call("get_order_details", order_id=order["order_id"]),
-            _call("get_restaurant_details", restaurant_id=order["restaurant_id"]),
+            call("get_order_details", order_id=order["order_id"]),
+            call("get_restaurant_details", restaurant_id=order["restaurant_id"]),
         ],
         info={"order_id": order["order_id"], "new_address": _address_text(address)},
         instruction=(
@@ -1186,7 +1133,7 @@ def _refuse_outside_area(rng: random.Random, ctx: _Context) -> _Draft | None:
     return _one(part, ctx, order, rng)
 
 
-def _refuse_other_customer(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _refuse_other_customer(rng: random.Random, ctx: _Context) -> Draft | None:
     customer = ctx.customers[rng.choice(list(ctx.customers))]
     order = ctx.pick(rng, "changeable")
     if order["customer_id"] == customer["customer_id"]:
@@ -1200,8 +1147,8 @@ def _refuse_other_customer(rng: random.Random, ctx: _Context) -> _Draft | None:
         ),
         ask="cancel an order my roommate placed",
     )
-    return _Draft(
-        customer=customer, parts=[part], reason_for_call=_opening(rng, [part.ask]), tags=["refusal"]
+    return Draft(
+        subject=customer, parts=[part], reason_for_call=_opening(rng, [part.ask]), tags=["refusal"]
     )
 
 
@@ -1242,8 +1189,8 @@ def _transfer_part(rng: random.Random, ctx: _Context, customer: Record) -> _Part
     )
     return _Part(
         actions=[
-            _call("get_order_details", order_id=order["order_id"]),
-            _call("transfer_to_human_agents", summary=summary),
+            call("get_order_details", order_id=order["order_id"]),
+            call("transfer_to_human_agents", summary=summary),
         ],
         info={"order_id": order["order_id"]},
         instruction=(
@@ -1255,15 +1202,15 @@ def _transfer_part(rng: random.Random, ctx: _Context, customer: Record) -> _Part
     )
 
 
-def _transfer(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _transfer(rng: random.Random, ctx: _Context) -> Draft | None:
     customer = ctx.customers[rng.choice(list(ctx.customers))]
     part = _transfer_part(rng, ctx, customer)
     if part is None:
         return None
-    return _Draft(customer=customer, parts=[part], reason_for_call=_opening(rng, [part.ask]))
+    return Draft(subject=customer, parts=[part], reason_for_call=_opening(rng, [part.ask]))
 
 
-def _transfer_after_write(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _transfer_after_write(rng: random.Random, ctx: _Context) -> Draft | None:
     kind = rng.choice(("cancel", "refund", "address"))
     first = ctx.pick(rng, "changeable" if kind != "refund" else "recent")
     customer = ctx.customer_of(first)
@@ -1283,15 +1230,15 @@ def _transfer_after_write(rng: random.Random, ctx: _Context) -> _Draft | None:
         " You want to know how much will be refunded.", ""
     )
     two.ask = "then report something serious about another order"
-    return _Draft(
-        customer=customer,
+    return Draft(
+        subject=customer,
         parts=[one, two],
         reason_for_call=_opening(rng, [one.ask, two.ask]),
         tags=["multi_step"],
     )
 
 
-def _info(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _info(rng: random.Random, ctx: _Context) -> Draft | None:
     kind = rng.choice(("eta", "eta", "balance", "total", "price"))
     if kind == "eta":
         order = ctx.pick(rng, "active")
@@ -1300,8 +1247,8 @@ def _info(rng: random.Random, ctx: _Context) -> _Draft | None:
         customer = ctx.customers[rng.choice(list(ctx.customers))]
         if customer["credits_balance"] <= 0:
             return None
-        return _Draft(
-            customer=customer,
+        return Draft(
+            subject=customer,
             parts=[],
             reason_for_call=_opening(rng, ["check how much credit I have on my account"]),
             extra_instruction="You want to know your account credit balance.",
@@ -1311,7 +1258,7 @@ def _info(rng: random.Random, ctx: _Context) -> _Draft | None:
     if kind == "total":
         order = ctx.pick(rng, "delivered")
         part = _Part(
-            actions=[_call("get_order_details", order_id=order["order_id"])],
+            actions=[call("get_order_details", order_id=order["order_id"])],
             info={"order_id": order["order_id"]},
             instruction=(
                 f"You want to know the total you paid for your order {order['order_id']} from "
@@ -1329,8 +1276,8 @@ def _info(rng: random.Random, ctx: _Context) -> _Draft | None:
     item = rng.choice(plain)
     part = _Part(
         actions=[
-            _call("get_order_details", order_id=order["order_id"]),
-            _call("get_menu", restaurant_id=order["restaurant_id"]),
+            call("get_order_details", order_id=order["order_id"]),
+            call("get_menu", restaurant_id=order["restaurant_id"]),
         ],
         info={"order_id": order["order_id"]},
         instruction=(
@@ -1345,7 +1292,7 @@ def _info(rng: random.Random, ctx: _Context) -> _Draft | None:
     return _one(part, ctx, order, rng)
 
 
-_CATEGORIES: dict[str, Callable[[random.Random, _Context], _Draft | None]] = {
+_CATEGORIES: dict[str, Callable[[random.Random, _Context], Draft | None]] = {
     "cancel": lambda rng, ctx: _single(rng, ctx, "cancel"),
     "cancel_two": _cancel_two,
     "modify_items": lambda rng, ctx: _single(rng, ctx, "modify_items"),
@@ -1373,105 +1320,50 @@ _CATEGORIES: dict[str, Callable[[random.Random, _Context], _Draft | None]] = {
 # --------------------------------------------------------------------------- rows
 
 
-def _authentication(rng: random.Random, customer: Record) -> tuple[list[Action], dict, dict]:
+def _authentication(rng: random.Random, customer: Record) -> Identity:
     """The lookup calls, what the user knows, and extra keywords for the scripted user."""
     customer_id = customer["customer_id"]
     if rng.random() < 0.65:
-        actions = [_call("find_customer_by_email", email=customer["email"])]
+        actions = [call("find_customer_by_email", email=customer["email"])]
         known, keywords = {"email": customer["email"]}, {}
+        how = "the email address of your account"
     else:
-        actions = [_call("find_customer_by_phone", phone=customer["phone"])]
+        actions = [call("find_customer_by_phone", phone=customer["phone"])]
         # Asked for an email, this customer answers with the phone number instead.
         known, keywords = {"phone": customer["phone"]}, {"phone": ["email", "e-mail"]}
-    return [*actions, _call("get_customer_details", customer_id=customer_id)], known, keywords
+        how = "your phone number (you do not remember which email the account uses)"
+    return Identity(
+        actions=[*actions, call("get_customer_details", customer_id=customer_id)],
+        known=known,
+        instruction=f"To identify yourself, give {how} when asked.",
+        keywords=keywords,
+    )
 
 
-def _merge(known: dict[str, str], info: Mapping[str, str]) -> None:
-    for key, value in info.items():
-        if key in known and value != known[key] and value not in known[key]:
-            joiner = " and " if key == "order_id" else "; "
-            known[key] = f"{known[key]}{joiner}{value}"
-        else:
-            known.setdefault(key, value)
-
-
-def _finish(
-    rng: random.Random, draft: _Draft, category: str
-) -> tuple[dict[str, Any], list[Action], list[str], list[str]]:
+def _finish(rng: random.Random, ctx: _Context, draft: Draft, category: str) -> Finished:
     """The scenario, gold actions, outputs and tags of a draft."""
-    actions, known, keywords = _authentication(rng, draft.customer)
-    outputs: list[str] = []
-    tags = [category, *draft.tags]
-    instructions = []
-    for part in draft.parts:
-        actions += part.actions
-        _merge(known, part.info)
-        outputs += [o for o in dict.fromkeys(part.outputs) if o not in outputs]
-        tags += part.tags
-        instructions.append(part.instruction)
-    # Extra calls (a total over several parts) go before the first write, as an agent would
-    # state the total when asking for confirmation.
-    first_write = next((i for i, a in enumerate(actions) if a["name"] in WRITE_TOOLS), None)
-    at = len(actions) if first_write is None else first_write
-    actions[at:at] = draft.extra_actions
-    outputs += [o for o in draft.extra_outputs if o not in outputs]
-    if draft.extra_instruction:
-        instructions.append(draft.extra_instruction)
-    if outputs:
-        tags.append("outputs")
-        if any(a["name"] == "transfer_to_human_agents" for a in actions):
-            raise AssertionError("a task that ends with a transfer cannot require outputs")
-    if any(a["name"] in WRITE_TOOLS for a in actions) and draft.confirm:
-        instructions.append(_CONFIRM_RULE)
-    how = (
-        "the email address of your account"
-        if "email" in known
-        else "your phone number (you do not remember which email the account uses)"
-    )
-    instructions.append(f"To identify yourself, give {how} when asked.")
-    name = draft.customer["name"]
-    scenario = {
-        "persona": f"You are {name['first_name']} {name['last_name']}. {rng.choice(_TRAITS)}",
-        "reason_for_call": draft.reason_for_call,
-        "known_info": known,
-        "task_instructions": " ".join(instructions),
-        "keywords": keywords,
-        "confirm": draft.confirm,
-    }
-    return scenario, actions, outputs, list(dict.fromkeys(tags))
-
-
-def generate_splits(
-    sizes: Mapping[str, int] | None = None, seed: int = 0
-) -> dict[str, list[dict[str, Any]]]:
-    """Task rows per split (default 600 train, 120 test); no task is in two splits.
-
-    Each split holds every category in the proportions of :data:`CATEGORY_WEIGHTS`; the rows
-    of a split are shuffled. A task's ``extra_info`` names its ``category`` and ``tags`` (the
-    write tools it uses, ``multi_step``, ``multi_item``, ``refusal``, ``transfer``, ``info``,
-    ``declined``, ``outputs``).
-    """
-    sizes = dict(sizes or {"train": 600, "test": 120})
-    ctx = _Context(load_tables())
-
-    def draw(rng: random.Random, category: str) -> Finished | None:
-        draft = _CATEGORIES[category](rng, ctx)
-        return None if draft is None else _finish(rng, draft, category)
-
-    return generate_task_rows(
-        sizes=sizes,
-        seed=seed,
-        weights=CATEGORY_WEIGHTS,
-        draw=draw,
-        accept=lambda actions, outputs: outputs if ctx.replays(actions) else None,
-        env_id=ENV_ID,
-        domain=DOMAIN_NAME,
-        policy=POLICY,
-        attempts_per_task=300,
+    name = draft.subject["name"]
+    return _WRITER.finish(
+        draft,
+        category,
+        _authentication(rng, draft.subject),
+        persona=lambda: f"You are {name['first_name']} {name['last_name']}. {rng.choice(_TRAITS)}",
     )
 
 
-@functools.cache
-def default_splits() -> dict[str, list[dict[str, Any]]]:
-    """The task set shipped with the env (also written to ``datasets/tau_doordash``)."""
-    return generate_splits()
+TASKS = TaskSource(
+    domain=DOMAIN_NAME,
+    env_id=ENV_ID,
+    policy=POLICY,
+    context=_Context,
+    load_tables=load_tables,
+    weights=CATEGORY_WEIGHTS,
+    categories=_CATEGORIES,
+    finish=_finish,
+    attempts_per_task=300,
+)
+"""Doordash's tasks; ``extra_info["tags"]`` names the write tools a task uses, ``multi_step``,
+``multi_item``, ``refusal``, ``transfer``, ``info``, ``declined`` and ``outputs``."""
+
+generate_splits = TASKS.generate
+default_splits = TASKS.default_splits

@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any, Literal
+from typing import Any
 
 from tool_envs.core.tools import tool
-from tool_envs.tau.db import BaseTables, Database
-from tool_envs.tau.domain import DomainTools
 from tool_envs.tau.domains.doordash.data import (
     CHANGEABLE_STATUSES,
     CONFIRMED_CANCEL_FEE,
@@ -43,11 +41,10 @@ from tool_envs.tau.domains.doordash.data import (
     parse_time,
     recompute_totals,
 )
+from tool_envs.tau.domains.doordash.records import CancelReason, CreditReason, RefundReason
+from tool_envs.tau.tools import DomainTools
 
 Record = dict[str, Any]
-CancelReason = Literal["no_longer_needed", "ordered_by_mistake", "taking_too_long"]
-RefundReason = Literal["missing_item", "wrong_item", "damaged_item"]
-CreditReason = Literal["late_delivery", "poor_food_quality", "late_item_report"]
 
 _MAX_QUANTITY = 20
 _THIRTY_DAYS_AGO = NOW_TIME - dt.timedelta(days=30)
@@ -119,10 +116,7 @@ def amount_paid(order: Record) -> int:
 class DoordashTools(DomainTools):
     """Tools of a food-delivery service's customer-support agent."""
 
-    def __init__(self, db: Database | None = None):
-        super().__init__(db)
-        self._texts: dict[Any, str] = {}
-        self._texts_base: BaseTables | None = None
+    ensure_ascii = True  # the data is ASCII; the default escaping is the C encoder's fastest path
 
     # ----------------------------------------------------------------------- reads
 
@@ -181,7 +175,7 @@ class DoordashTools(DomainTools):
             ]
             return view
 
-        return self._text(("customer", customer_id), records, build)
+        return self._cached(("customer", customer_id), records, build)
 
     @tool
     def get_order_details(self, order_id: str) -> str:
@@ -194,7 +188,7 @@ class DoordashTools(DomainTools):
             order_id: The order id, such as 'DD-123456'.
         """
         order = self._order(order_id)
-        return self._text(("order", order_id), [("orders", order_id, order)], lambda: order)
+        return self._cached(("order", order_id), [("orders", order_id, order)], lambda: order)
 
     @tool
     def get_restaurant_details(self, restaurant_id: str) -> str:
@@ -205,7 +199,7 @@ class DoordashTools(DomainTools):
             restaurant_id: The restaurant id, such as 'rst_1234'.
         """
         restaurant = self._restaurant(restaurant_id)
-        return self._text(
+        return self._cached(
             ("restaurant", restaurant_id),
             [("restaurants", restaurant_id, restaurant)],
             lambda: {key: value for key, value in restaurant.items() if key != "menu"},
@@ -221,7 +215,7 @@ class DoordashTools(DomainTools):
             restaurant_id: The restaurant id, such as 'rst_1234'.
         """
         restaurant = self._restaurant(restaurant_id)
-        return self._text(
+        return self._cached(
             ("menu", restaurant_id),
             [("restaurants", restaurant_id, restaurant)],
             lambda: list(restaurant["menu"].values()),
@@ -241,7 +235,7 @@ class DoordashTools(DomainTools):
         records = [("orders", order_id, order)]
         if dasher is not None:
             records.append(("dashers", dasher["dasher_id"], dasher))
-        return self._text(("track", order_id), records, lambda: _tracking(order, dasher))
+        return self._cached(("track", order_id), records, lambda: _tracking(order, dasher))
 
     # ----------------------------------------------------------------------- order changes
 
@@ -633,40 +627,14 @@ class DoordashTools(DomainTools):
 
     # ----------------------------------------------------------------------- helpers
 
-    def _check_cache(self) -> None:
-        if self._texts_base is not self.db.base:
-            self._texts = {}
-            self._texts_base = self.db.base
-
-    def _text(self, key: Any, records: list[tuple[str, str, Record]], build: Any) -> str:
-        """``build()`` as JSON, cached while every record it reads is an unchanged base one."""
-        tables = self.db.base.tables
-        if any(tables[table].get(k) is not record for table, k, record in records):
-            return _dumps(build())
-        self._check_cache()
-        text = self._texts.get(key)
-        if text is None:
-            text = self._texts[key] = _dumps(build())
-        return text
-
     def _customer(self, customer_id: str) -> Record:
-        customer = self.db.get("customers", customer_id)
-        if customer is None:
-            raise ValueError(f"customer {customer_id} not found")
-        return customer
+        return self._record("customers", customer_id, "customer")
 
     def _order(self, order_id: str) -> Record:
-        order = self.db.get("orders", order_id)
-        if order is None:
-            hint = "" if order_id.startswith("DD-") else " (order ids look like 'DD-123456')"
-            raise ValueError(f"order {order_id} not found{hint}")
-        return order
+        return self._record("orders", order_id, "order", example="DD-123456")
 
     def _restaurant(self, restaurant_id: str) -> Record:
-        restaurant = self.db.get("restaurants", restaurant_id)
-        if restaurant is None:
-            raise ValueError(f"restaurant {restaurant_id} not found")
-        return restaurant
+        return self._record("restaurants", restaurant_id, "restaurant")
 
     def _changeable(self, order_id: str, what: str) -> Record:
         order = self._order(order_id)

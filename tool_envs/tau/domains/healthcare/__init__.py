@@ -17,11 +17,11 @@ tasks are generated from a seed at import time: :mod:`.data`, :mod:`.tools`, :mo
 
 from __future__ import annotations
 
-from tool_envs.tau.domain import Domain
 from tool_envs.tau.domains.healthcare.data import generate_tables, load_tables
 from tool_envs.tau.domains.healthcare.tasks import (
     ENV_ID,
     POLICY,
+    TASKS,
     default_splits,
     generate_splits,
 )
@@ -74,15 +74,7 @@ USER_KEYWORDS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 """Words that make the scripted user give a field of ``known_info`` (besides its name)."""
 
-DOMAIN = Domain(
-    name="healthcare",
-    env_id=ENV_ID,
-    policy=POLICY,
-    tools=HealthcareTools,
-    load_tables=load_tables,
-    load_splits=default_splits,
-    user_keywords=USER_KEYWORDS,
-)
+DOMAIN = TASKS.make_domain(HealthcareTools, user_keywords=USER_KEYWORDS)
 
 
 class TauHealthcareEnv(TauEnv):

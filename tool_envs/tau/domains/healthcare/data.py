@@ -6,7 +6,7 @@ Generated from a seed at load time (nothing to download) and cached per process:
 Monday morning), so which appointments are inside the 24-hour change window, which refills are
 due and which claims are past their deadline never depend on the clock.
 
-Tables (every table maps a record's id to the record; all values are JSON types; dates are
+Tables (every table maps a record's id to the record, typed in :mod:`.records`; dates are
 ``YYYY-MM-DD`` and times ``YYYY-MM-DD HH:MM``, clinic local time):
 
 ``clinics`` (8)

@@ -21,15 +21,14 @@ stay near 2% of a split.
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tool_envs.tau.db import BaseTables, Database
+from tool_envs.tau.db import Database, Record
 from tool_envs.tau.domains.healthcare import rules
 from tool_envs.tau.domains.healthcare.data import (
     CANCEL_REASONS,
@@ -44,24 +43,16 @@ from tool_envs.tau.domains.healthcare.data import (
     weekday,
 )
 from tool_envs.tau.domains.healthcare.tools import HealthcareTools
-from tool_envs.tau.taskgen import Finished, generate_task_rows
+from tool_envs.tau.drafts import Action, Draft, Finished, Identity, Part, TaskWriter, call
+from tool_envs.tau.taskgen import TaskContext, TaskSource
+from tool_envs.tau.tools import write_tool_names
+from tool_envs.tau.wording import Opening, money
 
 ENV_ID = "tool_envs/TauHealthcare-v0"
 DOMAIN_NAME = "healthcare"
 POLICY = Path(__file__).with_name("policy.md").read_text(encoding="utf-8")
-DEFAULT_SIZES = {"train": 600, "test": 120}
 
-Record = dict[str, Any]
-Action = dict[str, Any]
-
-WRITE_TOOLS = (
-    "book_appointment",
-    "reschedule_appointment",
-    "cancel_appointment",
-    "request_refill",
-    "file_claim",
-    "appeal_claim",
-)
+WRITE_TOOLS = write_tool_names(HealthcareTools)
 
 CATEGORY_WEIGHTS: dict[str, float] = {
     "book_primary": 7,
@@ -110,7 +101,12 @@ _TRAITS = (
     "You are friendly and chatty but stay on topic.",
     "You are mildly frustrated with phone menus but cooperative.",
 )
-_CONFIRM_RULE = "When the agent asks you to confirm a change you asked for, say yes."
+_WRITER = TaskWriter(
+    writes=WRITE_TOOLS,
+    confirm_rule="When the agent asks you to confirm a change you asked for, say yes.",
+    join="; and ",
+)
+_opening = Opening(greetings=("Hi,", "Hello,", "Hi there,", "Good morning,", "Hello there,"))
 _SPECIALIST_WORDS = {
     "Cardiology": "a cardiologist",
     "Dermatology": "a dermatologist",
@@ -146,15 +142,6 @@ _EMERGENCIES = (
 )
 
 
-def money(amount: float) -> str:
-    """An amount as a required output: '42.75', '42.7' or '42', so '42.70' and '$42' match."""
-    return f"{amount:.2f}".rstrip("0").rstrip(".")
-
-
-def _call(name: str, **arguments: Any) -> Action:
-    return {"name": name, "arguments": arguments}
-
-
 def doctor(provider: Record) -> str:
     """How people name a provider: 'Dr. Ada Kessler', or 'Ada Kessler, NP' for non-doctors."""
     name = f"{provider['name']['first_name']} {provider['name']['last_name']}"
@@ -165,18 +152,16 @@ def _when(start: str) -> str:
     return f"{start[:10]} at {start[11:]}"
 
 
-def _and(texts: list[str]) -> str:
-    return texts[0] if len(texts) == 1 else ", ".join(texts[:-1]) + " and " + texts[-1]
-
-
 # --------------------------------------------------------------------------- context
 
 
-class _Context:
+class _Context(TaskContext):
     """The database and the indexes the generator draws from (built once per generation)."""
 
+    tools_class = HealthcareTools
+
     def __init__(self, tables: Mapping[str, Mapping[str, Record]]):
-        self.tables = tables
+        super().__init__(tables)
         self.patients: dict[str, Record] = dict(tables["patients"])
         self.providers: dict[str, Record] = dict(tables["providers"])
         self.plans: dict[str, Record] = dict(tables["plans"])
@@ -188,8 +173,6 @@ class _Context:
         self.by_specialty: dict[str, list[str]] = {}
         for provider_id, provider in self.providers.items():
             self.by_specialty.setdefault(provider["specialty"], []).append(provider_id)
-        self.base = BaseTables(tables)
-        self.tools = HealthcareTools(Database(self.base))
         self._slots: dict[tuple[str, str], list[str]] = {}
         self._selected: dict[tuple[str, Any], list[str]] = {}
         today = parse_day(TODAY)
@@ -197,6 +180,11 @@ class _Context:
             (today + dt.timedelta(days=n)).isoformat()
             for n in range(2, (LAST_DAY - today).days + 1)
         ]
+
+    def accept(self, rng: random.Random, finished: Finished) -> Finished | None:
+        scenario, actions, outputs, tags = finished
+        filled = _fill_ids(self, actions, outputs)
+        return None if filled is None else (scenario, actions, filled, tags)
 
     def select(self, table: str, where: Callable[[Record], bool]) -> list[str]:
         """Keys of the base records ``where`` accepts, computed once per condition. A condition
@@ -223,31 +211,8 @@ class _Context:
             self._slots[key] = found
         return found
 
-    def replay(self, actions: list[Action]) -> list[str] | None:
-        """Each action's result, run in order on a fresh database; None if one fails."""
-        self.tools.db = Database(self.base)
-        results = []
-        for action in actions:
-            try:
-                results.append(getattr(self.tools, action["name"])(**action["arguments"]))
-            except ValueError:
-                return None
-        return results
-
 
 # --------------------------------------------------------------------------- parts
-
-
-@dataclass
-class _Part:
-    """One request: its gold calls, what the caller knows, and how they would ask for it."""
-
-    actions: list[Action]
-    info: dict[str, str]
-    instruction: str
-    ask: str
-    outputs: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
 
 
 def _appointment_text(ctx: _Context, appointment: Record) -> str:
@@ -284,7 +249,7 @@ def _book(
     *,
     copay: bool = False,
     new_id: bool = True,
-) -> _Part | None:
+) -> Part | None:
     plan = ctx.plans[patient["plan_id"]]
     if specialist:
         if plan["referral_required"]:
@@ -318,11 +283,11 @@ def _book(
     date, time, time_text = picked
     actions = []
     if specialist:
-        actions.append(_call("search_providers", specialty=provider["specialty"]))
+        actions.append(call("search_providers", specialty=provider["specialty"]))
     else:
-        actions.append(_call("get_provider_details", provider_id=provider["provider_id"]))
+        actions.append(call("get_provider_details", provider_id=provider["provider_id"]))
     actions.append(
-        _call("get_provider_availability", provider_id=provider["provider_id"], date=date)
+        call("get_provider_availability", provider_id=provider["provider_id"], date=date)
     )
     outputs = [NEW_APPOINTMENT] if new_id else []
     instruction = (
@@ -340,7 +305,7 @@ def _book(
         if not amount or plan["network"] not in provider["networks"]:
             return None
         actions.append(
-            _call(
+            call(
                 "check_coverage",
                 patient_id=patient["patient_id"],
                 service=service,
@@ -351,7 +316,7 @@ def _book(
         instruction += " Before booking you want to know your copay for the visit."
     start = f"{date} {time}"
     actions.append(
-        _call(
+        call(
             "book_appointment",
             patient_id=patient["patient_id"],
             provider_id=provider["provider_id"],
@@ -378,7 +343,7 @@ def _book(
                 "see my family doctor sometime soon",
             )
         )
-    return _Part(
+    return Part(
         actions=actions,
         info=info,
         instruction=instruction,
@@ -398,7 +363,7 @@ def _changeable(ctx: _Context, patient: Record) -> list[Record]:
 
 def _reschedule(
     rng: random.Random, ctx: _Context, appointment: Record, *, read_list: bool = True
-) -> _Part | None:
+) -> Part | None:
     provider_id = appointment["provider_id"]
     days = [d for d in ctx.booking_days if d != appointment["start"][:10]]
     picked = _pick_slot(rng, ctx, provider_id, days)
@@ -407,18 +372,18 @@ def _reschedule(
     date, time, time_text = picked
     patient = ctx.patients[appointment["patient_id"]]
     actions = [
-        _call("get_appointment_details", appointment_id=appointment["appointment_id"]),
-        _call("get_provider_availability", provider_id=provider_id, date=date),
-        _call(
+        call("get_appointment_details", appointment_id=appointment["appointment_id"]),
+        call("get_provider_availability", provider_id=provider_id, date=date),
+        call(
             "reschedule_appointment",
             appointment_id=appointment["appointment_id"],
             new_start_time=f"{date} {time}",
         ),
     ]
     if read_list:
-        actions.insert(0, _call("list_patient_appointments", patient_id=patient["patient_id"]))
+        actions.insert(0, call("list_patient_appointments", patient_id=patient["patient_id"]))
     when = f"{date} ({weekday(date)}), at {time_text}"
-    return _Part(
+    return Part(
         actions=actions,
         info={
             "current_appointment": _appointment_text(ctx, appointment)[5:],
@@ -438,21 +403,21 @@ def _reschedule(
 
 def _cancel(
     rng: random.Random, ctx: _Context, appointment: Record, *, read_list: bool = True
-) -> _Part:
+) -> Part:
     reason = rng.choice(CANCEL_REASONS)
     actions = [
-        _call("get_appointment_details", appointment_id=appointment["appointment_id"]),
-        _call("cancel_appointment", appointment_id=appointment["appointment_id"], reason=reason),
+        call("get_appointment_details", appointment_id=appointment["appointment_id"]),
+        call("cancel_appointment", appointment_id=appointment["appointment_id"], reason=reason),
     ]
     if read_list:
-        actions.insert(0, _call("list_patient_appointments", patient_id=appointment["patient_id"]))
+        actions.insert(0, call("list_patient_appointments", patient_id=appointment["patient_id"]))
     why = {
         "schedule conflict": "something else came up at that time",
         "feeling better": "you are feeling better",
         "seeing another provider": "you are seeing another provider",
         "other": "of a reason you would rather not explain (say 'other')",
     }[reason]
-    return _Part(
+    return Part(
         actions=actions,
         info={
             "current_appointment": _appointment_text(ctx, appointment)[5:],
@@ -489,23 +454,23 @@ def _refill(
     *,
     pharmacy: bool | None = None,
     read_list: bool = True,
-) -> _Part:
+) -> Part:
     patient_id = prescription["patient_id"]
     actions = [
-        _call("get_prescription_details", prescription_id=prescription["prescription_id"]),
-        _call(
+        call("get_prescription_details", prescription_id=prescription["prescription_id"]),
+        call(
             "request_refill", patient_id=patient_id, prescription_id=prescription["prescription_id"]
         ),
     ]
     if read_list:
-        actions.insert(0, _call("list_prescriptions", patient_id=patient_id))
+        actions.insert(0, call("list_prescriptions", patient_id=patient_id))
     pharmacy = rng.random() < 0.5 if pharmacy is None else pharmacy
     instruction = f"You want a refill of your {_medication(prescription)}."
     outputs = []
     if pharmacy:
         outputs = [prescription["pharmacy"].split(" (")[0]]
         instruction += " You want to know which pharmacy it goes to."
-    return _Part(
+    return Part(
         actions=actions,
         info={"medication": _medication(prescription)},
         instruction=instruction,
@@ -528,7 +493,7 @@ def _claim_visit_text(ctx: _Context, appointment: Record) -> str:
 
 def _file_claim(
     rng: random.Random, ctx: _Context, appointment: Record, *, new_id: bool = True
-) -> _Part:
+) -> Part:
     patient_id = appointment["patient_id"]
     instruction = (
         f"Your insurance claim for {_claim_visit_text(ctx, appointment)} was never filed; you "
@@ -536,13 +501,11 @@ def _file_claim(
     )
     if new_id:
         instruction += " You want the new claim's id."
-    return _Part(
+    return Part(
         actions=[
-            _call("list_patient_appointments", patient_id=patient_id),
-            _call("get_appointment_details", appointment_id=appointment["appointment_id"]),
-            _call(
-                "file_claim", patient_id=patient_id, appointment_id=appointment["appointment_id"]
-            ),
+            call("list_patient_appointments", patient_id=patient_id),
+            call("get_appointment_details", appointment_id=appointment["appointment_id"]),
+            call("file_claim", patient_id=patient_id, appointment_id=appointment["appointment_id"]),
         ],
         info={"claim_visit": _claim_visit_text(ctx, appointment)},
         instruction=instruction,
@@ -563,24 +526,24 @@ def _find_claim(rng: random.Random, ctx: _Context, claim: Record) -> tuple[list,
     appointment = ctx.appointments[claim["appointment_id"]]
     if rng.random() < 0.5:
         return (
-            [_call("get_claim_details", claim_id=claim["claim_id"])],
+            [call("get_claim_details", claim_id=claim["claim_id"])],
             {"claim_number": claim["claim_id"]},
             f"claim {claim['claim_id']}",
         )
     visit = _claim_visit_text(ctx, appointment)
     actions = [
-        _call("list_patient_appointments", patient_id=claim["patient_id"]),
-        _call("get_appointment_details", appointment_id=appointment["appointment_id"]),
-        _call("get_claim_details", claim_id=claim["claim_id"]),
+        call("list_patient_appointments", patient_id=claim["patient_id"]),
+        call("get_appointment_details", appointment_id=appointment["appointment_id"]),
+        call("get_claim_details", claim_id=claim["claim_id"]),
     ]
     return actions, {"claim_visit": visit}, f"the claim for {visit}"
 
 
-def _appeal(rng: random.Random, ctx: _Context, claim: Record) -> _Part:
+def _appeal(rng: random.Random, ctx: _Context, claim: Record) -> Part:
     reason = _APPEAL_FOR_DENIAL[claim["denial_reason"]]
     actions, info, named = _find_claim(rng, ctx, claim)
-    actions.append(_call("appeal_claim", claim_id=claim["claim_id"], reason=reason))
-    return _Part(
+    actions.append(call("appeal_claim", claim_id=claim["claim_id"], reason=reason))
+    return Part(
         actions=actions,
         info={**info, "appeal_reason": reason},
         instruction=(
@@ -598,7 +561,7 @@ def _appeal(rng: random.Random, ctx: _Context, claim: Record) -> _Part:
     )
 
 
-def _claim_status(rng: random.Random, ctx: _Context, claim: Record) -> _Part:
+def _claim_status(rng: random.Random, ctx: _Context, claim: Record) -> Part:
     actions, info, named = _find_claim(rng, ctx, claim)
     outputs = [claim["status"]]
     want = "its status"
@@ -608,7 +571,7 @@ def _claim_status(rng: random.Random, ctx: _Context, claim: Record) -> _Part:
     elif claim["status"] in ("denied", "appealed"):
         outputs.append(claim["denial_reason"])
         want = "its status and why it was denied"
-    return _Part(
+    return Part(
         actions=actions,
         info=info,
         instruction=f"You want to know the status of {named}: {want}.",
@@ -624,7 +587,7 @@ def _claim_status(rng: random.Random, ctx: _Context, claim: Record) -> _Part:
     )
 
 
-def _coverage(rng: random.Random, ctx: _Context, patient: Record) -> _Part | None:
+def _coverage(rng: random.Random, ctx: _Context, patient: Record) -> Part | None:
     plan = ctx.plans[patient["plan_id"]]
     if rng.random() < 0.55:
         specialty = rng.choice([s for s in ctx.by_specialty if s not in ("Pediatrics",)])
@@ -641,10 +604,10 @@ def _coverage(rng: random.Random, ctx: _Context, patient: Record) -> _Part | Non
         amount = plan["services"][service]["copay"]
         if not amount:
             return None
-        return _Part(
+        return Part(
             actions=[
-                _call("search_providers", specialty=specialty),
-                _call(
+                call("search_providers", specialty=specialty),
+                call(
                     "check_coverage",
                     patient_id=patient["patient_id"],
                     service=service,
@@ -671,8 +634,8 @@ def _coverage(rng: random.Random, ctx: _Context, patient: Record) -> _Part | Non
     amount = plan["services"][service]["copay"]
     if not amount:
         return None
-    return _Part(
-        actions=[_call("check_coverage", patient_id=patient["patient_id"], service=service)],
+    return Part(
+        actions=[call("check_coverage", patient_id=patient["patient_id"], service=service)],
         info={},
         instruction=f"You want to know your copay for {words} ('{service}').",
         ask=f"know what my plan charges me for {words}",
@@ -681,7 +644,7 @@ def _coverage(rng: random.Random, ctx: _Context, patient: Record) -> _Part | Non
     )
 
 
-def _next_appointment(rng: random.Random, ctx: _Context, patient: Record) -> _Part | None:
+def _next_appointment(rng: random.Random, ctx: _Context, patient: Record) -> Part | None:
     upcoming = [
         ctx.appointments[a]
         for a in patient["appointments"]
@@ -691,10 +654,10 @@ def _next_appointment(rng: random.Random, ctx: _Context, patient: Record) -> _Pa
         return None
     first = min(upcoming, key=lambda a: a["start"])
     clinic = ctx.clinics[first["clinic_id"]]
-    return _Part(
+    return Part(
         actions=[
-            _call("list_patient_appointments", patient_id=patient["patient_id"]),
-            _call("list_clinics"),
+            call("list_patient_appointments", patient_id=patient["patient_id"]),
+            call("list_clinics"),
         ],
         info={},
         instruction=(
@@ -709,14 +672,14 @@ def _next_appointment(rng: random.Random, ctx: _Context, patient: Record) -> _Pa
 # --------------------------------------------------------------------------- refusals
 
 
-def _late_change(rng: random.Random, ctx: _Context, appointment: Record) -> _Part:
+def _late_change(rng: random.Random, ctx: _Context, appointment: Record) -> Part:
     clinic = ctx.clinics[appointment["clinic_id"]]
     verb = rng.choice(("cancel", "reschedule"))
-    return _Part(
+    return Part(
         actions=[
-            _call("list_patient_appointments", patient_id=appointment["patient_id"]),
-            _call("get_appointment_details", appointment_id=appointment["appointment_id"]),
-            _call("list_clinics"),
+            call("list_patient_appointments", patient_id=appointment["patient_id"]),
+            call("get_appointment_details", appointment_id=appointment["appointment_id"]),
+            call("list_clinics"),
         ],
         info={"current_appointment": _appointment_text(ctx, appointment)[5:]},
         instruction=(
@@ -729,11 +692,11 @@ def _late_change(rng: random.Random, ctx: _Context, appointment: Record) -> _Par
     )
 
 
-def _early_refill(rng: random.Random, ctx: _Context, prescription: Record) -> _Part:
-    return _Part(
+def _early_refill(rng: random.Random, ctx: _Context, prescription: Record) -> Part:
+    return Part(
         actions=[
-            _call("list_prescriptions", patient_id=prescription["patient_id"]),
-            _call("get_prescription_details", prescription_id=prescription["prescription_id"]),
+            call("list_prescriptions", patient_id=prescription["patient_id"]),
+            call("get_prescription_details", prescription_id=prescription["prescription_id"]),
         ],
         info={"medication": _medication(prescription)},
         instruction=(
@@ -752,13 +715,13 @@ def _early_refill(rng: random.Random, ctx: _Context, prescription: Record) -> _P
     )
 
 
-def _no_refill(rng: random.Random, ctx: _Context, prescription: Record) -> _Part:
+def _no_refill(rng: random.Random, ctx: _Context, prescription: Record) -> Part:
     prescriber = ctx.providers[prescription["prescriber_id"]]
-    return _Part(
+    return Part(
         actions=[
-            _call("list_prescriptions", patient_id=prescription["patient_id"]),
-            _call("get_prescription_details", prescription_id=prescription["prescription_id"]),
-            _call("get_provider_details", provider_id=prescriber["provider_id"]),
+            call("list_prescriptions", patient_id=prescription["patient_id"]),
+            call("get_prescription_details", prescription_id=prescription["prescription_id"]),
+            call("get_provider_details", provider_id=prescriber["provider_id"]),
         ],
         info={"medication": _medication(prescription)},
         instruction=(
@@ -773,7 +736,7 @@ def _no_refill(rng: random.Random, ctx: _Context, prescription: Record) -> _Part
 
 def _referral_refused(
     rng: random.Random, ctx: _Context, patient: Record
-) -> tuple[_Part, Record] | None:
+) -> tuple[Part, Record] | None:
     plan = ctx.plans[patient["plan_id"]]
     if not plan["referral_required"]:
         return None
@@ -795,11 +758,11 @@ def _referral_refused(
     pcp = ctx.providers[patient["primary_provider_id"]]
     expired = [r for r in patient["referrals"] if r["specialty"] == specialty]
     note = " (you had one, but it has expired)" if expired else ""
-    part = _Part(
+    part = Part(
         actions=[
-            _call("get_plan_details", plan_id=plan["plan_id"]),
-            _call("search_providers", specialty=specialty),
-            _call("get_provider_details", provider_id=pcp["provider_id"]),
+            call("get_plan_details", plan_id=plan["plan_id"]),
+            call("search_providers", specialty=specialty),
+            call("get_provider_details", provider_id=pcp["provider_id"]),
         ],
         info={"preferred_doctor": doctor(provider), "preferred_date": date},
         instruction=(
@@ -814,11 +777,11 @@ def _referral_refused(
     return part, pcp
 
 
-def _late_claim(rng: random.Random, ctx: _Context, appointment: Record) -> _Part:
-    return _Part(
+def _late_claim(rng: random.Random, ctx: _Context, appointment: Record) -> Part:
+    return Part(
         actions=[
-            _call("list_patient_appointments", patient_id=appointment["patient_id"]),
-            _call("get_appointment_details", appointment_id=appointment["appointment_id"]),
+            call("list_patient_appointments", patient_id=appointment["patient_id"]),
+            call("get_appointment_details", appointment_id=appointment["appointment_id"]),
         ],
         info={"claim_visit": _claim_visit_text(ctx, appointment)},
         instruction=(
@@ -831,9 +794,9 @@ def _late_claim(rng: random.Random, ctx: _Context, appointment: Record) -> _Part
     )
 
 
-def _late_appeal(rng: random.Random, ctx: _Context, claim: Record) -> _Part:
+def _late_appeal(rng: random.Random, ctx: _Context, claim: Record) -> Part:
     actions, info, named = _find_claim(rng, ctx, claim)
-    return _Part(
+    return Part(
         actions=actions,
         info={**info, "appeal_reason": _APPEAL_FOR_DENIAL[claim["denial_reason"]]},
         instruction=(
@@ -850,34 +813,20 @@ def _late_appeal(rng: random.Random, ctx: _Context, claim: Record) -> _Part:
 
 
 @dataclass
-class _Draft:
-    patient: Record
-    parts: list[_Part]
-    reason_for_call: str
+class _Draft(Draft):
+    """A draft whose caller may be someone on the patient's behalf, or not identify at all."""
+
     caller: dict[str, str] | None = None  # {"name", "relationship"} when not the patient
     identify: bool = True
-    extra_instruction: str = ""
-    extra_outputs: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    confirm: bool = True
-
-
-def _opening(rng: random.Random, asks: list[str], question: str = "") -> str:
-    greeting = rng.choice(("Hi,", "Hello,", "Hi there,", "Good morning,", "Hello there,"))
-    want = rng.choice(("I'd like to", "I want to", "I need to", "could you help me"))
-    body = asks[0] if len(asks) == 1 else ", ".join(asks[:-1]) + ", and also " + asks[-1]
-    text = f"{greeting} {want} {body}"
-    text += "?" if want == "could you help me" else "."
-    return text + (f" {question}" if question else "")
 
 
 def _any_patient(rng: random.Random, ctx: _Context, adult: bool = True) -> Record:
     return ctx.patients[rng.choice(ctx.adults if adult else list(ctx.patients))]
 
 
-def _draft(rng: random.Random, patient: Record, parts: list[_Part], **kwargs: Any) -> _Draft:
+def _draft(rng: random.Random, patient: Record, parts: list[Part], **kwargs: Any) -> _Draft:
     return _Draft(
-        patient=patient,
+        subject=patient,
         parts=parts,
         reason_for_call=_opening(rng, [p.ask for p in parts]),
         **kwargs,
@@ -931,7 +880,7 @@ def _cancel_two(rng: random.Random, ctx: _Context) -> _Draft | None:
     two.actions[-1]["arguments"]["reason"] = one.info["cancellation_reason"]
     two.instruction = f"You also want to cancel {_appointment_text(ctx, second)}, same reason."
     return _Draft(
-        patient=patient,
+        subject=patient,
         parts=[one, two],
         tags=["multi_item"],
         reason_for_call=_opening(rng, ["cancel two of my appointments"]),
@@ -956,7 +905,7 @@ def _refill_two(rng: random.Random, ctx: _Context) -> _Draft | None:
     one = _refill(rng, ctx, first, pharmacy=pharmacy)
     two = _refill(rng, ctx, second, pharmacy=False, read_list=False)
     return _Draft(
-        patient=patient,
+        subject=patient,
         parts=[one, two],
         tags=["multi_item"],
         reason_for_call=_opening(rng, ["refill two of my prescriptions"]),
@@ -991,7 +940,7 @@ def _proxy_write(rng: random.Random, ctx: _Context) -> _Draft | None:
     if caller is None:
         return None
     kind = rng.choice(("cancel", "reschedule", "book", "refill"))
-    part: _Part | None = None
+    part: Part | None = None
     if kind in ("cancel", "reschedule"):
         changeable = _changeable(ctx, patient)
         if not changeable:
@@ -1012,7 +961,7 @@ def _proxy_write(rng: random.Random, ctx: _Context) -> _Draft | None:
     return _draft(rng, patient, [part], caller=caller, tags=["proxy"])
 
 
-def _third_person(part: _Part, patient: Record) -> None:
+def _third_person(part: Part, patient: Record) -> None:
     """Rewrite a part's wording for someone calling on the patient's behalf."""
     first = patient["name"]["first_name"]
     part.instruction = (
@@ -1047,7 +996,7 @@ _COMBOS = (
 
 def _part_of_kind(
     rng: random.Random, ctx: _Context, patient: Record, kind: str, new_id: bool = True
-) -> _Part | None:
+) -> Part | None:
     if kind in ("cancel", "reschedule"):
         changeable = _changeable(ctx, patient)
         if not changeable:
@@ -1106,10 +1055,10 @@ def _referral_then_primary(rng: random.Random, ctx: _Context) -> _Draft | None:
     if picked is None:
         return None
     date, time, time_text = picked
-    book = _Part(
+    book = Part(
         actions=[
-            _call("get_provider_availability", provider_id=pcp["provider_id"], date=date),
-            _call(
+            call("get_provider_availability", provider_id=pcp["provider_id"], date=date),
+            call(
                 "book_appointment",
                 patient_id=patient["patient_id"],
                 provider_id=pcp["provider_id"],
@@ -1129,23 +1078,23 @@ def _referral_then_primary(rng: random.Random, ctx: _Context) -> _Draft | None:
     )
     part.outputs = part.outputs[:1]  # naming the PCP is part of booking with them
     return _Draft(
-        patient=patient,
+        subject=patient,
         parts=[part, book],
         tags=["multi_step"],
         reason_for_call=_opening(rng, [part.ask]),
     )
 
 
-def _transfer_part(rng: random.Random, ctx: _Context, patient: Record) -> _Part:
+def _transfer_part(rng: random.Random, ctx: _Context, patient: Record) -> Part:
     meds = [ctx.prescriptions[r]["medication"] for r in patient["prescriptions"]]
     question, topic = rng.choice(_MEDICAL_QUESTIONS)
     if "{med}" in question and not meds:
         question, topic = _MEDICAL_QUESTIONS[-1]
     question = question.format(med=rng.choice(meds) if meds else "")
     name = f"{patient['name']['first_name']} {patient['name']['last_name']}"
-    return _Part(
+    return Part(
         actions=[
-            _call(
+            call(
                 "transfer_to_human_agents",
                 summary=f"Patient {name} ({patient['patient_id']}) has {topic}; needs a nurse.",
             )
@@ -1201,7 +1150,7 @@ def _declined(rng: random.Random, ctx: _Context) -> _Draft | None:
 
 def _refusal_category(kind: str) -> Callable[[random.Random, _Context], _Draft | None]:
     def make(rng: random.Random, ctx: _Context) -> _Draft | None:
-        part: _Part | None
+        part: Part | None
         if kind == "late_change":
             record = _pick_record(
                 rng,
@@ -1282,7 +1231,7 @@ def _refuse_unauthorized(rng: random.Random, ctx: _Context) -> _Draft | None:
     else:
         want = "the status of their recent insurance claims"
         ask = f"check on my {_relative_word(patient)}'s insurance claims"
-    part = _Part(
+    part = Part(
         actions=[],
         info={},
         instruction=(
@@ -1303,7 +1252,7 @@ def _refuse_other_patient(rng: random.Random, ctx: _Context) -> _Draft | None:
     if other is patient or rules.is_authorized(other, mine):
         return None
     other_name = f"{other['name']['first_name']} {other['name']['last_name']}"
-    part = _Part(
+    part = Part(
         actions=[],
         info={},
         instruction=(
@@ -1322,11 +1271,9 @@ def _transfer_emergency(rng: random.Random, ctx: _Context) -> _Draft | None:
     patient = _any_patient(rng, ctx)
     name = f"{patient['name']['first_name']} {patient['name']['last_name']}"
     emergency = rng.choice(_EMERGENCIES)
-    part = _Part(
+    part = Part(
         actions=[
-            _call(
-                "transfer_to_human_agents", summary=f"Emergency: {name} reports that {emergency}."
-            )
+            call("transfer_to_human_agents", summary=f"Emergency: {name} reports that {emergency}.")
         ],
         info={},
         instruction=(
@@ -1338,7 +1285,7 @@ def _transfer_emergency(rng: random.Random, ctx: _Context) -> _Draft | None:
     )
     opening = f"Please help, this is {name}: {emergency}! Can someone see me right away?"
     return _Draft(
-        patient=patient, parts=[part], reason_for_call=opening, identify=False, tags=["emergency"]
+        subject=patient, parts=[part], reason_for_call=opening, identify=False, tags=["emergency"]
     )
 
 
@@ -1384,17 +1331,17 @@ _CATEGORIES: dict[str, Callable[[random.Random, _Context], _Draft | None]] = {
 # --------------------------------------------------------------------------- rows
 
 
-def _identity(rng: random.Random, draft: _Draft) -> tuple[list[Action], dict[str, str], str]:
+def _identity(rng: random.Random, draft: _Draft) -> Identity:
     """The verification calls (rule 1.1, and 1.3 for a caller), what the caller knows, and how
     the scenario tells them to identify themselves."""
-    patient = draft.patient
+    patient = draft.subject
     name = patient["name"]
     proxy = draft.caller is not None
     prefix = "patient_" if proxy else ""
     method = rng.choices(("name", "member", "email"), weights=(45, 30, 25 if not proxy else 0))[0]
     dob = {f"{prefix}date_of_birth": patient["dob"]}
     if method == "name":
-        action = _call(
+        action = call(
             "find_patient_by_name_dob",
             first_name=name["first_name"],
             last_name=name["last_name"],
@@ -1403,7 +1350,7 @@ def _identity(rng: random.Random, draft: _Draft) -> tuple[list[Action], dict[str
         known = {f"{prefix}name": f"{name['first_name']} {name['last_name']}", **dob}
         how = "full name and date of birth"
     elif method == "member":
-        action = _call(
+        action = call(
             "find_patient_by_member_id",
             member_id=patient["member_id"],
             date_of_birth=patient["dob"],
@@ -1411,9 +1358,7 @@ def _identity(rng: random.Random, draft: _Draft) -> tuple[list[Action], dict[str
         known = {f"{prefix}member_id": patient["member_id"], **dob}
         how = "insurance member id and date of birth"
     else:
-        action = _call(
-            "find_patient_by_email", email=patient["email"], date_of_birth=patient["dob"]
-        )
+        action = call("find_patient_by_email", email=patient["email"], date_of_birth=patient["dob"])
         known = {"email": patient["email"], **dob}
         how = "email address and date of birth"
     if proxy:
@@ -1425,19 +1370,15 @@ def _identity(rng: random.Random, draft: _Draft) -> tuple[list[Action], dict[str
         )
     else:
         how = f"To identify yourself, give your {how} when asked."
-    return [action, _call("get_patient_details", patient_id=patient["patient_id"])], known, how
-
-
-def _merge(known: dict[str, str], info: Mapping[str, str]) -> None:
-    for key, value in info.items():
-        if key in known and value != known[key] and value not in known[key]:
-            known[key] = f"{known[key]}; and {value}"
-        else:
-            known.setdefault(key, value)
+    return Identity(
+        actions=[action, call("get_patient_details", patient_id=patient["patient_id"])],
+        known=known,
+        instruction=how,
+    )
 
 
 def _persona(rng: random.Random, draft: _Draft) -> str:
-    patient = draft.patient
+    patient = draft.subject
     name = f"{patient['name']['first_name']} {patient['name']['last_name']}"
     if draft.caller is None:
         return f"You are {name}, a patient of Clearwater Health Partners. {rng.choice(_TRAITS)}"
@@ -1447,43 +1388,10 @@ def _persona(rng: random.Random, draft: _Draft) -> str:
     )
 
 
-def _finish(
-    rng: random.Random, draft: _Draft, category: str
-) -> tuple[dict[str, Any], list[Action], list[str], list[str]]:
+def _finish(rng: random.Random, ctx: _Context, draft: _Draft, category: str) -> Finished:
     """The scenario, gold actions, outputs and tags of a draft (ids not yet filled in)."""
-    actions: list[Action] = []
-    known: dict[str, str] = {}
-    how = ""
-    if draft.identify:
-        actions, known, how = _identity(rng, draft)
-    outputs: list[str] = []
-    tags = [category, *draft.tags]
-    instructions = []
-    for part in draft.parts:
-        actions += part.actions
-        _merge(known, part.info)
-        outputs += [o for o in part.outputs if o not in outputs]
-        tags += part.tags
-        instructions.append(part.instruction)
-    outputs += draft.extra_outputs
-    if draft.extra_instruction:
-        instructions.append(draft.extra_instruction)
-    if outputs:
-        tags.append("outputs")
-        if any(a["name"] == "transfer_to_human_agents" for a in actions):
-            raise AssertionError("a task that ends with a transfer cannot require outputs")
-    if any(a["name"] in WRITE_TOOLS for a in actions) and draft.confirm:
-        instructions.append(_CONFIRM_RULE)
-    if how:
-        instructions.append(how)
-    scenario = {
-        "persona": _persona(rng, draft),
-        "reason_for_call": draft.reason_for_call,
-        "known_info": known,
-        "task_instructions": " ".join(instructions),
-        "confirm": draft.confirm,
-    }
-    return scenario, actions, outputs, list(dict.fromkeys(tags))
+    identity = _identity(rng, draft) if draft.identify else None
+    return _WRITER.finish(draft, category, identity, persona=lambda: _persona(rng, draft))
 
 
 def _fill_ids(ctx: _Context, actions: list[Action], outputs: list[str]) -> list[str] | None:
@@ -1508,37 +1416,20 @@ def _fill_ids(ctx: _Context, actions: list[Action], outputs: list[str]) -> list[
     return [created.get(o, o) for o in outputs]
 
 
-def generate_splits(
-    sizes: Mapping[str, int] | None = None, seed: int = 0
-) -> dict[str, list[dict[str, Any]]]:
-    """Task rows per split (default 600 train, 120 test); no task is in two splits.
+TASKS = TaskSource(
+    domain=DOMAIN_NAME,
+    env_id=ENV_ID,
+    policy=POLICY,
+    context=_Context,
+    load_tables=load_tables,
+    weights=CATEGORY_WEIGHTS,
+    categories=_CATEGORIES,
+    finish=_finish,
+    attempts_per_task=300,
+)
+"""Healthcare's tasks; ``extra_info["tags"]`` names the write tools a task uses,
+``multi_step``, ``multi_item``, ``proxy``, ``refusal``, ``transfer``, ``info``, ``declined`` and
+``outputs``."""
 
-    Each split holds every category in the proportions of :data:`CATEGORY_WEIGHTS`; the rows
-    of a split are shuffled. A task's ``extra_info`` names its ``category`` and ``tags`` (the
-    write tools it uses, ``multi_step``, ``multi_item``, ``proxy``, ``refusal``, ``transfer``,
-    ``info``, ``declined``, ``outputs``).
-    """
-    sizes = dict(sizes or DEFAULT_SIZES)
-    ctx = _Context(load_tables())
-
-    def draw(rng: random.Random, category: str) -> Finished | None:
-        draft = _CATEGORIES[category](rng, ctx)
-        return None if draft is None else _finish(rng, draft, category)
-
-    return generate_task_rows(
-        sizes=sizes,
-        seed=seed,
-        weights=CATEGORY_WEIGHTS,
-        draw=draw,
-        accept=lambda actions, outputs: _fill_ids(ctx, actions, outputs),
-        env_id=ENV_ID,
-        domain=DOMAIN_NAME,
-        policy=POLICY,
-        attempts_per_task=300,
-    )
-
-
-@functools.cache
-def default_splits() -> dict[str, list[dict[str, Any]]]:
-    """The task set shipped with the env (also written to ``datasets/tau_healthcare``)."""
-    return generate_splits()
+generate_splits = TASKS.generate
+default_splits = TASKS.default_splits

@@ -28,7 +28,6 @@ from typing import Any, Literal
 
 from tool_envs.core.tools import tool
 from tool_envs.tau.db import BaseTables
-from tool_envs.tau.domain import DomainTools
 from tool_envs.tau.domains.healthcare.data import (
     LAST_DAY,
     NOW,
@@ -40,6 +39,8 @@ from tool_envs.tau.domains.healthcare.data import (
     visit_service,
     weekday,
 )
+from tool_envs.tau.domains.healthcare.records import AppealReason, CancelReason, VisitType
+from tool_envs.tau.tools import DomainTools
 
 Record = dict[str, Any]
 _LAST_DAY = LAST_DAY.isoformat()
@@ -51,11 +52,6 @@ _FILED_FIELDS = ("claim_id", "appointment_id", "date_of_service", "billed_amount
                  "submitted_on")  # fmt: skip
 _APPEALED_FIELDS = ("claim_id", "status", "denial_reason", "appeal")
 _START = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})")
-VisitType = Literal["checkup", "sick visit", "follow-up", "consultation"]
-CancelReason = Literal["schedule conflict", "feeling better", "seeing another provider", "other"]
-AppealReason = Literal[
-    "medically necessary", "referral on file", "billing error", "provider in network"
-]
 Service = Literal[
     "primary care visit",
     "specialist visit",
@@ -144,16 +140,8 @@ class HealthcareTools(DomainTools):
 
     # ----------------------------------------------------------------------- helpers
 
-    def _text(self, key: Any, records: list[tuple[str, str, Any]], build: Callable[[], Any]) -> str:
-        """JSON text of ``build()``, kept per process while every record it reads is unchanged."""
-        base = self.db.base
-        if not all(record is base.tables[t].get(k) for t, k, record in records):
-            return _dumps(build())
-        views = _views(base)
-        text = views.get(key)
-        if text is None:
-            text = views[key] = _dumps(build())
-        return text
+    def _text_store(self) -> dict[Any, str]:
+        return _views(self.db.base)
 
     def _get(self, table: str, key: str, label: str, hint: str) -> Record:
         record = self.db.get(table, key) if isinstance(key, str) else None
@@ -285,7 +273,7 @@ class HealthcareTools(DomainTools):
             patient_id: The patient id from a find_patient tool, such as 'P123456'.
         """
         patient = self._patient(patient_id)
-        return self._text(
+        return self._cached(
             ("patient", patient_id), [("patients", patient_id, patient)], lambda: patient
         )
 
@@ -323,7 +311,7 @@ class HealthcareTools(DomainTools):
                 )
             return rows
 
-        return self._text(("appointments of", patient_id), records, build)
+        return self._cached(("appointments of", patient_id), records, build)
 
     @tool
     def get_appointment_details(self, appointment_id: str) -> str:
@@ -335,7 +323,7 @@ class HealthcareTools(DomainTools):
             appointment_id: The appointment id, such as 'A1234567'.
         """
         appointment = self._appointment(appointment_id)
-        return self._text(
+        return self._cached(
             ("appointment", appointment_id),
             [("appointments", appointment_id, appointment)],
             lambda: appointment,
@@ -344,7 +332,7 @@ class HealthcareTools(DomainTools):
     @tool
     def list_clinics(self) -> str:
         """List the clinics: id, name, address and phone number."""
-        return self._text(("clinics",), [], lambda: list(self.db.base.tables["clinics"].values()))
+        return self._cached(("clinics",), [], lambda: list(self.db.base.tables["clinics"].values()))
 
     @tool
     def search_providers(self, specialty: str = "", clinic_id: str = "") -> str:
@@ -375,7 +363,7 @@ class HealthcareTools(DomainTools):
             return [p for p in found if not clinic_id or p["clinic_id"] == clinic_id]
 
         # Tools never change providers, so a search is the same in every episode.
-        return self._text(key, [], build)
+        return self._cached(key, [], build)
 
     @tool
     def get_provider_details(self, provider_id: str) -> str:
@@ -386,7 +374,7 @@ class HealthcareTools(DomainTools):
             provider_id: The provider id, such as 'PRV1234'.
         """
         provider = self._provider(provider_id)
-        return self._text(("provider", provider_id), [], lambda: provider)
+        return self._cached(("provider", provider_id), [], lambda: provider)
 
     @tool
     def get_provider_availability(self, provider_id: str, date: str) -> str:
@@ -408,7 +396,7 @@ class HealthcareTools(DomainTools):
         }
         if not pristine:
             return _dumps(payload)
-        return self._text(("availability", provider_id, date), [], lambda: payload)
+        return self._cached(("availability", provider_id, date), [], lambda: payload)
 
     @tool
     def list_prescriptions(self, patient_id: str) -> str:
@@ -434,7 +422,7 @@ class HealthcareTools(DomainTools):
             "refills_remaining",
             "last_fill_date",
         )
-        return self._text(
+        return self._cached(
             ("prescriptions of", patient_id),
             records,
             lambda: [{f: rx[f] for f in fields} for rx in prescriptions],
@@ -450,7 +438,7 @@ class HealthcareTools(DomainTools):
             prescription_id: The prescription id, such as 'RX123456'.
         """
         prescription = self._prescription(prescription_id)
-        return self._text(
+        return self._cached(
             ("prescription", prescription_id),
             [("prescriptions", prescription_id, prescription)],
             lambda: prescription,
@@ -465,7 +453,7 @@ class HealthcareTools(DomainTools):
             plan_id: The plan id from the patient's profile, such as 'CAS-HMO'.
         """
         plan = self._get("plans", plan_id, "plan", "")
-        return self._text(("plan", plan_id), [], lambda: plan)
+        return self._cached(("plan", plan_id), [], lambda: plan)
 
     @tool
     def check_coverage(self, patient_id: str, service: Service, provider_id: str = "") -> str:
@@ -527,7 +515,7 @@ class HealthcareTools(DomainTools):
             claim_id: The claim id, such as 'CLM1234567'.
         """
         claim = self._claim(claim_id)
-        return self._text(("claim", claim_id), [("claims", claim_id, claim)], lambda: claim)
+        return self._cached(("claim", claim_id), [("claims", claim_id, claim)], lambda: claim)
 
     # ----------------------------------------------------------------------- appointments
 

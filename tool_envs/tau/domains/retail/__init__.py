@@ -8,19 +8,19 @@ generated from a seed at import time: :mod:`.data`, :mod:`.tools`, :mod:`.tasks`
 
 from __future__ import annotations
 
-from tool_envs.tau.domain import Domain
 from tool_envs.tau.domains.retail.data import generate_tables, load_tables
-from tool_envs.tau.domains.retail.tasks import ENV_ID, POLICY, default_splits, generate_splits
+from tool_envs.tau.domains.retail.tasks import (
+    ENV_ID,
+    POLICY,
+    TASKS,
+    default_splits,
+    generate_splits,
+)
 from tool_envs.tau.domains.retail.tools import RetailTools
 from tool_envs.tau.env import TauEnv
 
-DOMAIN = Domain(
-    name="retail",
-    env_id=ENV_ID,
-    policy=POLICY,
-    tools=RetailTools,
-    load_tables=load_tables,
-    load_splits=default_splits,
+DOMAIN = TASKS.make_domain(
+    RetailTools,
     user_keywords={
         "reason": ("reason", "why"),
         "items": ("which item", "which items", "what item", "which product", "which products"),

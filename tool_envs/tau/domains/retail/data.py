@@ -4,7 +4,8 @@ Nothing is read from disk: :func:`generate_tables` builds the same tables for th
 every machine (one ``random.Random``; no global RNG, no set or hash ordering), and
 :func:`load_tables` caches the seed-0 tables for the process.
 
-Tables (every table maps a record's id to the record; all values are JSON types):
+Tables (every table maps a record's id to the record; all values are JSON types; the record
+types are in :mod:`.records`):
 
 ``products`` (50)
     ``{product_id, name, variants: {item_id: {item_id, options: {name: value}, available,

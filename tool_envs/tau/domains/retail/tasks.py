@@ -16,34 +16,23 @@ require no output (a do-nothing agent would pass them) are kept to about 3% of a
 
 from __future__ import annotations
 
-import functools
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from tool_envs.tau.db import BaseTables, Database
+from tool_envs.tau.db import Record
 from tool_envs.tau.domains.retail.data import CANCEL_REASONS, load_tables, random_address
 from tool_envs.tau.domains.retail.tools import RetailTools
-from tool_envs.tau.taskgen import Finished, generate_task_rows
+from tool_envs.tau.drafts import Action, Draft, Finished, Identity, Part, TaskWriter, call
+from tool_envs.tau.taskgen import TaskContext, TaskSource
+from tool_envs.tau.tools import write_tool_names
+from tool_envs.tau.wording import Opening, and_join, money
 
 ENV_ID = "tool_envs/TauRetail-v0"
 DOMAIN_NAME = "retail"
 POLICY = Path(__file__).with_name("policy.md").read_text(encoding="utf-8")
 
-Record = dict[str, Any]
-Action = dict[str, Any]
-
-WRITE_TOOLS = (
-    "cancel_pending_order",
-    "modify_pending_order_address",
-    "modify_pending_order_payment",
-    "modify_pending_order_items",
-    "modify_user_address",
-    "return_delivered_order_items",
-    "exchange_delivered_order_items",
-)
+WRITE_TOOLS = write_tool_names(RetailTools)
 
 # Share of each category in a split (normalised). The two "silent" categories (no write, no
 # output) are the only tasks a do-nothing agent passes; together they stay near 3%.
@@ -76,20 +65,12 @@ _TRAITS = (
     "You are mildly annoyed about the situation but cooperative.",
     "You are cheerful and thank the agent often.",
 )
-_CONFIRM_RULE = "When the agent asks you to confirm an action you asked for, say yes."
-
-
-def money(amount: float) -> str:
-    """An amount as a required output: '42.75', '42.7' or '42', so '42.70' and '$42.00' match."""
-    return f"{amount:.2f}".rstrip("0").rstrip(".")
+_WRITER = TaskWriter(writes=WRITE_TOOLS, join_by_key={"order_id": " and "})
+_opening = Opening(greetings=("Hi,", "Hello,", "Hi there,", "Good morning,", "Hey,"))
 
 
 def _num(amount: float) -> str:
     return f"{amount:.2f}"
-
-
-def _call(name: str, **arguments: Any) -> Action:
-    return {"name": name, "arguments": arguments}
 
 
 def _options_text(options: Mapping[str, str]) -> str:
@@ -106,8 +87,7 @@ def _items_text(items: list[Record]) -> str:
 
 
 def _names_text(items: list[Record]) -> str:
-    names = [item["name"] for item in items]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return and_join([item["name"] for item in items])
 
 
 def _change_text(old: Record, new: Record) -> str:
@@ -152,36 +132,22 @@ def _address_args(address: Mapping[str, str]) -> dict[str, str]:
 # --------------------------------------------------------------------------- context
 
 
-class _Context:
+class _Context(TaskContext):
     """The database and the indexes the generator draws from (built once per generation)."""
 
+    tools_class = RetailTools
+
     def __init__(self, tables: Mapping[str, Mapping[str, Record]]):
-        self.tables = tables
+        super().__init__(tables)
         self.users: dict[str, Record] = dict(tables["users"])
         self.orders: dict[str, Record] = dict(tables["orders"])
         self.products: dict[str, Record] = dict(tables["products"])
         self.by_status: dict[str, list[str]] = {}
         for order_id, order in self.orders.items():
             self.by_status.setdefault(order["status"], []).append(order_id)
-        self.base = BaseTables(tables)
-        self.tools = RetailTools()
 
     def user_orders(self, user_id: str, status: str) -> list[str]:
         return [o for o in self.users[user_id]["orders"] if self.orders[o]["status"] == status]
-
-    def replays(self, actions: list[Action]) -> bool:
-        """True if every action succeeds in order on a fresh database.
-
-        The tool methods are called directly (the env's toolset adds schema checks; the tests
-        replay every task through the env itself).
-        """
-        self.tools.db = Database(self.base)
-        for action in actions:
-            try:
-                getattr(self.tools, action["name"])(**action["arguments"])
-            except ValueError:
-                return False
-        return True
 
     def alternatives(self, item: Record) -> list[Record]:
         """Available variants of the item's product other than the item itself."""
@@ -192,19 +158,7 @@ class _Context:
 # --------------------------------------------------------------------------- parts
 
 
-@dataclass
-class _Part:
-    """One request: its gold calls, what the user knows, and how they would ask for it."""
-
-    actions: list[Action]
-    info: dict[str, str]
-    instruction: str
-    ask: str
-    outputs: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-
-
-def _cancel(rng: random.Random, ctx: _Context, order_id: str, output: bool) -> _Part:
+def _cancel(rng: random.Random, ctx: _Context, order_id: str, output: bool) -> Part:
     order = ctx.orders[order_id]
     reason = rng.choice(CANCEL_REASONS)
     refund = order["payment_history"][0]["amount"]
@@ -214,10 +168,10 @@ def _cancel(rng: random.Random, ctx: _Context, order_id: str, output: bool) -> _
     )
     if output:
         instruction += " You want to know how much money you will get back."
-    return _Part(
+    return Part(
         actions=[
-            _call("get_order_details", order_id=order_id),
-            _call("cancel_pending_order", order_id=order_id, reason=reason),
+            call("get_order_details", order_id=order_id),
+            call("cancel_pending_order", order_id=order_id, reason=reason),
         ],
         info={"order_id": order_id, "reason": reason},
         instruction=instruction,
@@ -235,12 +189,12 @@ def _cancel(rng: random.Random, ctx: _Context, order_id: str, output: bool) -> _
 
 def _order_address(
     rng: random.Random, ctx: _Context, order_id: str, address: Mapping[str, str]
-) -> _Part:
+) -> Part:
     order = ctx.orders[order_id]
-    return _Part(
+    return Part(
         actions=[
-            _call("get_order_details", order_id=order_id),
-            _call("modify_pending_order_address", order_id=order_id, **_address_args(address)),
+            call("get_order_details", order_id=order_id),
+            call("modify_pending_order_address", order_id=order_id, **_address_args(address)),
         ],
         info={"order_id": order_id, "new_address": _address_text(address)},
         instruction=(
@@ -258,9 +212,9 @@ def _order_address(
     )
 
 
-def _user_address(rng: random.Random, user: Record, address: Mapping[str, str]) -> _Part:
-    return _Part(
-        actions=[_call("modify_user_address", user_id=user["user_id"], **_address_args(address))],
+def _user_address(rng: random.Random, user: Record, address: Mapping[str, str]) -> Part:
+    return Part(
+        actions=[call("modify_user_address", user_id=user["user_id"], **_address_args(address))],
         info={"new_address": _address_text(address)},
         instruction=(
             f"You moved and want the default address of your account changed to "
@@ -277,7 +231,7 @@ def _user_address(rng: random.Random, user: Record, address: Mapping[str, str]) 
     )
 
 
-def _payment(rng: random.Random, ctx: _Context, order_id: str, output: bool) -> _Part | None:
+def _payment(rng: random.Random, ctx: _Context, order_id: str, output: bool) -> Part | None:
     order = ctx.orders[order_id]
     user = ctx.users[order["user_id"]]
     total = order["payment_history"][0]["amount"]
@@ -291,8 +245,8 @@ def _payment(rng: random.Random, ctx: _Context, order_id: str, output: bool) -> 
         return None
     method = rng.choice(choices)
     actions = [
-        _call("get_order_details", order_id=order_id),
-        _call("modify_pending_order_payment", order_id=order_id, payment_method_id=method["id"]),
+        call("get_order_details", order_id=order_id),
+        call("modify_pending_order_payment", order_id=order_id, payment_method_id=method["id"]),
     ]
     instruction = (
         f"You want to pay for order {order_id} ({_names_text(order['items'])}) with "
@@ -303,10 +257,10 @@ def _payment(rng: random.Random, ctx: _Context, order_id: str, output: bool) -> 
         left = round(method["balance"] - total, 2)
         if left > 0:
             expression = f"{_num(method['balance'])} - {_num(total)}"
-            actions.insert(1, _call("calculate", expression=expression))
+            actions.insert(1, call("calculate", expression=expression))
             outputs = [money(left)]
             instruction += " You want to know how much will be left on your gift card."
-    return _Part(
+    return Part(
         actions=actions,
         info={"order_id": order_id, "payment_method": _method_text(method)},
         instruction=instruction,
@@ -350,7 +304,7 @@ def _difference_call(pairs: list[tuple[Record, Record]]) -> Action:
     old = " + ".join(_num(item["price"]) for item, _ in pairs)
     if len(pairs) > 1:
         new, old = f"({new})", f"({old})"
-    return _call("calculate", expression=f"{new} - {old}")
+    return call("calculate", expression=f"{new} - {old}")
 
 
 def _swap_part(
@@ -360,7 +314,7 @@ def _swap_part(
     count: int,
     output: bool,
     tool_name: str,
-) -> _Part | None:
+) -> Part | None:
     """Modify the items of a pending order or exchange those of a delivered one."""
     order = ctx.orders[order_id]
     user = ctx.users[order["user_id"]]
@@ -371,15 +325,15 @@ def _swap_part(
     method = _charge_method(rng, user, difference)
     if difference == 0 or method is None:
         return None
-    actions = [_call("get_order_details", order_id=order_id)]
+    actions = [call("get_order_details", order_id=order_id)]
     for product_id in dict.fromkeys(item["product_id"] for item, _ in pairs):
-        actions.append(_call("get_product_details", product_id=product_id))
+        actions.append(call("get_product_details", product_id=product_id))
     outputs = []
     if output:
         actions.append(_difference_call(pairs))
         outputs = [money(abs(difference))]
     actions.append(
-        _call(
+        call(
             tool_name,
             order_id=order_id,
             item_ids=[item["item_id"] for item, _ in pairs],
@@ -411,7 +365,7 @@ def _swap_part(
             "exchange something I received",
         )
     tags = [tool_name] + (["multi_item"] if count > 1 else [])
-    return _Part(
+    return Part(
         actions=actions,
         info={
             "order_id": order_id,
@@ -428,7 +382,7 @@ def _swap_part(
 
 def _return(
     rng: random.Random, ctx: _Context, order_id: str, count: int, output: bool
-) -> _Part | None:
+) -> Part | None:
     order = ctx.orders[order_id]
     user = ctx.users[order["user_id"]]
     if count > len(order["items"]):
@@ -442,15 +396,15 @@ def _return(
     ]
     method = gift[0] if gift and rng.random() < 0.35 else user["payment_methods"][original]
     refund = round(sum(item["price"] for item in items), 2)
-    actions = [_call("get_order_details", order_id=order_id)]
+    actions = [call("get_order_details", order_id=order_id)]
     outputs = []
     if output:
         if count > 1:
             expression = " + ".join(_num(item["price"]) for item in items)
-            actions.append(_call("calculate", expression=expression))
+            actions.append(call("calculate", expression=expression))
         outputs = [money(refund)]
     actions.append(
-        _call(
+        call(
             "return_delivered_order_items",
             order_id=order_id,
             item_ids=[item["item_id"] for item in items],
@@ -464,7 +418,7 @@ def _return(
     )
     if output:
         instruction += " You want to know the total refund."
-    return _Part(
+    return Part(
         actions=actions,
         info={"order_id": order_id, "items": _items_text(items), "payment_method": where},
         instruction=instruction,
@@ -483,30 +437,8 @@ def _return(
 # --------------------------------------------------------------------------- categories
 
 
-@dataclass
-class _Draft:
-    user: Record
-    parts: list[_Part]
-    reason_for_call: str
-    extra_instruction: str = ""
-    extra_actions: list[Action] = field(default_factory=list)
-    extra_info: dict[str, str] = field(default_factory=dict)
-    extra_outputs: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    confirm: bool = True
-
-
 def _count(rng: random.Random, weights: tuple[int, ...]) -> int:
     return rng.choices(range(1, len(weights) + 1), weights=weights)[0]
-
-
-def _opening(rng: random.Random, asks: list[str], question: str = "") -> str:
-    greeting = rng.choice(("Hi,", "Hello,", "Hi there,", "Good morning,", "Hey,"))
-    want = rng.choice(("I'd like to", "I want to", "I need to", "could you help me"))
-    body = asks[0] if len(asks) == 1 else ", ".join(asks[:-1]) + ", and also " + asks[-1]
-    text = f"{greeting} {want} {body}"
-    text += "?" if want == "could you help me" else "."
-    return text + (f" {question}" if question else "")
 
 
 def _pick(rng: random.Random, ctx: _Context, status: str) -> str | None:
@@ -514,7 +446,7 @@ def _pick(rng: random.Random, ctx: _Context, status: str) -> str | None:
     return rng.choice(found) if found else None
 
 
-def _single(rng: random.Random, ctx: _Context, category: str) -> _Draft | None:
+def _single(rng: random.Random, ctx: _Context, category: str) -> Draft | None:
     output = rng.random() < 0.6
     if category == "cancel":
         order_id = _pick(rng, ctx, "pending")
@@ -547,10 +479,10 @@ def _single(rng: random.Random, ctx: _Context, category: str) -> _Draft | None:
     if part is None:
         return None
     user = ctx.users[ctx.orders[part.info["order_id"]]["user_id"]]
-    return _Draft(user=user, parts=[part], reason_for_call=_opening(rng, [part.ask]))
+    return Draft(subject=user, parts=[part], reason_for_call=_opening(rng, [part.ask]))
 
 
-def _cancel_two(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _cancel_two(rng: random.Random, ctx: _Context) -> Draft | None:
     user = ctx.users[ctx.orders[_pick(rng, ctx, "pending")]["user_id"]]
     pending = ctx.user_orders(user["user_id"], "pending")
     if len(pending) < 2:
@@ -564,27 +496,27 @@ def _cancel_two(rng: random.Random, ctx: _Context) -> _Draft | None:
     )
     amounts = [ctx.orders[o]["payment_history"][0]["amount"] for o in (first, second)]
     total = round(sum(amounts), 2)
-    return _Draft(
-        user=user,
+    return Draft(
+        subject=user,
         parts=parts,
         reason_for_call=_opening(
             rng, ["cancel two of my orders"], "How much will I get back in total?"
         ),
         extra_instruction="You want to know the total amount refunded for both orders.",
-        extra_actions=[_call("calculate", expression=" + ".join(_num(a) for a in amounts))],
+        extra_actions=[call("calculate", expression=" + ".join(_num(a) for a in amounts))],
         extra_outputs=[money(total)],
         tags=["multi_step"],
     )
 
 
-def _user_and_order_address(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _user_and_order_address(rng: random.Random, ctx: _Context) -> Draft | None:
     order_id = _pick(rng, ctx, "pending")
     user = ctx.users[ctx.orders[order_id]["user_id"]]
     address = random_address(rng)
     parts = [_user_address(rng, user, address), _order_address(rng, ctx, order_id, address)]
     parts[1].instruction = f"Your pending order {order_id} should also go to the new address."
-    return _Draft(
-        user=user,
+    return Draft(
+        subject=user,
         parts=parts,
         reason_for_call=_opening(
             rng, ["update my address, both on my account and on an order that hasn't shipped"]
@@ -593,10 +525,10 @@ def _user_and_order_address(rng: random.Random, ctx: _Context) -> _Draft | None:
     )
 
 
-def _user_address_only(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _user_address_only(rng: random.Random, ctx: _Context) -> Draft | None:
     user = ctx.users[rng.choice(list(ctx.users))]
     part = _user_address(rng, user, random_address(rng))
-    return _Draft(user=user, parts=[part], reason_for_call=_opening(rng, [part.ask]))
+    return Draft(subject=user, parts=[part], reason_for_call=_opening(rng, [part.ask]))
 
 
 _COMBOS = (
@@ -610,7 +542,7 @@ _COMBOS = (
 
 def _combo_part(
     rng: random.Random, ctx: _Context, kind: str, order_id: str, output: bool | None = None
-) -> _Part | None:
+) -> Part | None:
     output = rng.random() < 0.5 if output is None else output
     if kind == "cancel":
         return _cancel(rng, ctx, order_id, output)
@@ -625,7 +557,7 @@ def _combo_part(
     raise ValueError(kind)
 
 
-def _multi_step(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _multi_step(rng: random.Random, ctx: _Context) -> Draft | None:
     first_status, first_kind, second_status, second_kind = rng.choice(_COMBOS)
     first = _pick(rng, ctx, first_status)
     user = ctx.users[ctx.orders[first]["user_id"]]
@@ -649,10 +581,12 @@ def _multi_step(rng: random.Random, ctx: _Context) -> _Draft | None:
             return None
         parts = [one, two]
         asks = [one.ask, two.ask]
-    return _Draft(user=user, parts=parts, reason_for_call=_opening(rng, asks), tags=["multi_step"])
+    return Draft(
+        subject=user, parts=parts, reason_for_call=_opening(rng, asks), tags=["multi_step"]
+    )
 
 
-def _items_twice(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _items_twice(rng: random.Random, ctx: _Context) -> Draft | None:
     order_id = _pick(rng, ctx, "pending")
     order = ctx.orders[order_id]
     part = _swap_part(rng, ctx, order_id, 1, rng.random() < 0.5, "modify_pending_order_items")
@@ -666,8 +600,8 @@ def _items_twice(rng: random.Random, ctx: _Context) -> _Draft | None:
         "agent should explain that an order's items can only be modified once, and you accept."
     )
     part.instruction += extra
-    return _Draft(
-        user=ctx.users[order["user_id"]],
+    return Draft(
+        subject=ctx.users[order["user_id"]],
         parts=[part],
         reason_for_call=_opening(rng, [part.ask]),
         tags=["refusal"],
@@ -683,15 +617,15 @@ _REFUSALS = (
 )
 
 
-def _refuse_status(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _refuse_status(rng: random.Random, ctx: _Context) -> Draft | None:
     verb, statuses = rng.choice(_REFUSALS)
     status = rng.choice(statuses)
     order_id = _pick(rng, ctx, status)
     order = ctx.orders[order_id]
     user = ctx.users[order["user_id"]]
     names = _names_text(order["items"])
-    part = _Part(
-        actions=[_call("get_order_details", order_id=order_id)],
+    part = Part(
+        actions=[call("get_order_details", order_id=order_id)],
         info={"order_id": order_id},
         instruction=(
             f"You want to {verb} order {order_id} ({names}). If the agent explains that this "
@@ -700,16 +634,16 @@ def _refuse_status(rng: random.Random, ctx: _Context) -> _Draft | None:
         ask=f"{verb} my order with the {names}",
         outputs=[status],
     )
-    return _Draft(user=user, parts=[part], reason_for_call=_opening(rng, [part.ask]),
+    return Draft(subject=user, parts=[part], reason_for_call=_opening(rng, [part.ask]),
                   tags=["refusal"])  # fmt: skip
 
 
-def _refuse_other_user(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _refuse_other_user(rng: random.Random, ctx: _Context) -> Draft | None:
     user = ctx.users[rng.choice(list(ctx.users))]
     order_id = _pick(rng, ctx, "pending")
     if ctx.orders[order_id]["user_id"] == user["user_id"]:
         return None
-    part = _Part(
+    part = Part(
         actions=[],
         info={"order_id": order_id},
         instruction=(
@@ -718,7 +652,7 @@ def _refuse_other_user(rng: random.Random, ctx: _Context) -> _Draft | None:
         ),
         ask="cancel an order my friend placed",
     )
-    return _Draft(user=user, parts=[part], reason_for_call=_opening(rng, [part.ask]),
+    return Draft(subject=user, parts=[part], reason_for_call=_opening(rng, [part.ask]),
                   tags=["refusal"])  # fmt: skip
 
 
@@ -733,7 +667,7 @@ _HUMAN_ISSUES = (
 )  # fmt: skip
 
 
-def _transfer_part(rng: random.Random, ctx: _Context, user: Record) -> _Part | None:
+def _transfer_part(rng: random.Random, ctx: _Context, user: Record) -> Part | None:
     status, complaint, topic = rng.choice(_HUMAN_ISSUES)
     orders = ctx.user_orders(user["user_id"], status)
     if not orders:
@@ -743,10 +677,10 @@ def _transfer_part(rng: random.Random, ctx: _Context, user: Record) -> _Part | N
         f"User {user['user_id']} asks for a human agent about a {topic} on order {order_id} "
         f"({status}), which is outside what the agent can do."
     )
-    return _Part(
+    return Part(
         actions=[
-            _call("get_order_details", order_id=order_id),
-            _call("transfer_to_human_agents", summary=summary),
+            call("get_order_details", order_id=order_id),
+            call("transfer_to_human_agents", summary=summary),
         ],
         info={"order_id": order_id},
         instruction=(
@@ -757,15 +691,15 @@ def _transfer_part(rng: random.Random, ctx: _Context, user: Record) -> _Part | N
     )
 
 
-def _transfer(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _transfer(rng: random.Random, ctx: _Context) -> Draft | None:
     user = ctx.users[rng.choice(list(ctx.users))]
     part = _transfer_part(rng, ctx, user)
     if part is None:
         return None
-    return _Draft(user=user, parts=[part], reason_for_call=_opening(rng, [part.ask]))
+    return Draft(subject=user, parts=[part], reason_for_call=_opening(rng, [part.ask]))
 
 
-def _transfer_after_write(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _transfer_after_write(rng: random.Random, ctx: _Context) -> Draft | None:
     first_kind = rng.choice(("cancel", "return", "exchange", "order_address"))
     status = "pending" if first_kind in ("cancel", "order_address") else "delivered"
     first = _pick(rng, ctx, status)
@@ -776,23 +710,23 @@ def _transfer_after_write(rng: random.Random, ctx: _Context) -> _Draft | None:
     if one is None or two is None or two.info["order_id"] == first:
         return None
     two.ask = "then talk to a human about another order"
-    return _Draft(
-        user=user,
+    return Draft(
+        subject=user,
         parts=[one, two],
         reason_for_call=_opening(rng, [one.ask, two.ask]),
         tags=["multi_step"],
     )
 
 
-def _info(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _info(rng: random.Random, ctx: _Context) -> Draft | None:
     kind = rng.choice(("tracking", "gift_card", "total"))
     if kind == "gift_card":
         user = ctx.users[rng.choice(list(ctx.users))]
         cards = [m for m in user["payment_methods"].values() if m["source"] == "gift_card"]
         if not cards or cards[0]["balance"] <= 0:
             return None
-        return _Draft(
-            user=user,
+        return Draft(
+            subject=user,
             parts=[],
             reason_for_call=_opening(rng, ["check how much is left on my gift card"]),
             extra_instruction="You want to know the balance of your gift card.",
@@ -808,18 +742,18 @@ def _info(rng: random.Random, ctx: _Context) -> _Draft | None:
     else:
         answer = money(order["payment_history"][0]["amount"])
         want, ask = "the total you paid", f"check how much I paid for my {names} order"
-    part = _Part(
-        actions=[_call("get_order_details", order_id=order_id)],
+    part = Part(
+        actions=[call("get_order_details", order_id=order_id)],
         info={"order_id": order_id},
         instruction=f"You want to know {want} of order {order_id}.",
         ask=ask,
         outputs=[answer],
     )
-    return _Draft(user=ctx.users[order["user_id"]], parts=[part],
+    return Draft(subject=ctx.users[order["user_id"]], parts=[part],
                   reason_for_call=_opening(rng, [part.ask]), tags=["info"])  # fmt: skip
 
 
-def _declined(rng: random.Random, ctx: _Context) -> _Draft | None:
+def _declined(rng: random.Random, ctx: _Context) -> Draft | None:
     if rng.random() < 0.5:
         order_id = _pick(rng, ctx, "pending")
         part = _cancel(rng, ctx, order_id, True)
@@ -835,8 +769,8 @@ def _declined(rng: random.Random, ctx: _Context) -> _Draft | None:
         " Once you hear the amount you change your mind: when asked to confirm, say no."
     )
     user = ctx.users[ctx.orders[order_id]["user_id"]]
-    return _Draft(
-        user=user,
+    return Draft(
+        subject=user,
         parts=[part],
         reason_for_call=_opening(rng, [f"maybe {part.ask}"], question),
         tags=["declined"],
@@ -844,7 +778,7 @@ def _declined(rng: random.Random, ctx: _Context) -> _Draft | None:
     )
 
 
-_CATEGORIES: dict[str, Callable[[random.Random, _Context], _Draft | None]] = {
+_CATEGORIES: dict[str, Callable[[random.Random, _Context], Draft | None]] = {
     "cancel": lambda rng, ctx: _single(rng, ctx, "cancel"),
     "cancel_two": _cancel_two,
     "order_address": lambda rng, ctx: _single(rng, ctx, "order_address"),
@@ -868,16 +802,17 @@ _CATEGORIES: dict[str, Callable[[random.Random, _Context], _Draft | None]] = {
 # --------------------------------------------------------------------------- rows
 
 
-def _authentication(rng: random.Random, user: Record) -> tuple[list[Action], dict[str, str]]:
+def _authentication(rng: random.Random, user: Record) -> Identity:
     user_id = user["user_id"]
     if rng.random() < 0.65:
-        actions = [_call("find_user_id_by_email", email=user["email"])]
+        actions = [call("find_user_id_by_email", email=user["email"])]
         known = {"email": user["email"]}
+        how = "your email address"
     else:
         name = user["name"]
         zip_code = user["address"]["zip"]
         actions = [
-            _call(
+            call(
                 "find_user_id_by_name_zip",
                 first_name=name["first_name"],
                 last_name=name["last_name"],
@@ -885,94 +820,37 @@ def _authentication(rng: random.Random, user: Record) -> tuple[list[Action], dic
             )
         ]
         known = {"name": f"{name['first_name']} {name['last_name']}", "zip_code": zip_code}
-    return [*actions, _call("get_user_details", user_id=user_id)], known
+        how = "your name and zip code (you do not remember which email you used)"
+    return Identity(
+        actions=[*actions, call("get_user_details", user_id=user_id)],
+        known=known,
+        instruction=f"To identify yourself, give {how} when asked.",
+    )
 
 
-def _merge(known: dict[str, str], info: Mapping[str, str]) -> None:
-    for key, value in info.items():
-        if key in known and value != known[key] and value not in known[key]:
-            joiner = " and " if key == "order_id" else "; "
-            known[key] = f"{known[key]}{joiner}{value}"
-        else:
-            known.setdefault(key, value)
-
-
-def _finish(
-    rng: random.Random, draft: _Draft, category: str
-) -> tuple[dict[str, Any], list[Action], list[str], list[str]]:
+def _finish(rng: random.Random, ctx: _Context, draft: Draft, category: str) -> Finished:
     """The scenario, gold actions, outputs and tags of a draft."""
-    actions, known = _authentication(rng, draft.user)
-    outputs: list[str] = []
-    tags = [category, *draft.tags]
-    instructions = []
-    for part in draft.parts:
-        actions += part.actions
-        _merge(known, part.info)
-        outputs += [o for o in part.outputs if o not in outputs]
-        tags += part.tags
-        instructions.append(part.instruction)
-    # Extra calls (a total over several parts) go before the first write, as an agent would
-    # state the total when asking for confirmation.
-    first_write = next((i for i, a in enumerate(actions) if a["name"] in WRITE_TOOLS), None)
-    at = len(actions) if first_write is None else first_write
-    actions[at:at] = draft.extra_actions
-    outputs += draft.extra_outputs
-    if draft.extra_instruction:
-        instructions.append(draft.extra_instruction)
-    if outputs:
-        tags.append("outputs")
-        if any(a["name"] == "transfer_to_human_agents" for a in actions):
-            raise AssertionError("a task that ends with a transfer cannot require outputs")
-    if any(a["name"] in WRITE_TOOLS for a in actions) and draft.confirm:
-        instructions.append(_CONFIRM_RULE)
-    name = draft.user["name"]
-    how = (
-        "your email address"
-        if "email" in known
-        else "your name and zip code (you do not remember which email you used)"
-    )
-    instructions.append(f"To identify yourself, give {how} when asked.")
-    scenario = {
-        "persona": f"You are {name['first_name']} {name['last_name']}. {rng.choice(_TRAITS)}",
-        "reason_for_call": draft.reason_for_call,
-        "known_info": known,
-        "task_instructions": " ".join(instructions),
-        "confirm": draft.confirm,
-    }
-    return scenario, actions, outputs, list(dict.fromkeys(tags))
-
-
-def generate_splits(
-    sizes: Mapping[str, int] | None = None, seed: int = 0
-) -> dict[str, list[dict[str, Any]]]:
-    """Task rows per split (default 600 train, 120 test); no task is in two splits.
-
-    Each split holds every category in the proportions of :data:`CATEGORY_WEIGHTS`; the rows
-    of a split are shuffled. A task's ``extra_info`` names its ``category`` and ``tags`` (the
-    write tools it uses, ``multi_step``, ``multi_item``, ``refusal``, ``transfer``, ``info``,
-    ``declined``, ``outputs``).
-    """
-    sizes = dict(sizes or {"train": 600, "test": 120})
-    ctx = _Context(load_tables())
-
-    def draw(rng: random.Random, category: str) -> Finished | None:
-        draft = _CATEGORIES[category](rng, ctx)
-        return None if draft is None else _finish(rng, draft, category)
-
-    return generate_task_rows(
-        sizes=sizes,
-        seed=seed,
-        weights=CATEGORY_WEIGHTS,
-        draw=draw,
-        accept=lambda actions, outputs: outputs if ctx.replays(actions) else None,
-        env_id=ENV_ID,
-        domain=DOMAIN_NAME,
-        policy=POLICY,
-        attempts_per_task=200,
+    name = draft.subject["name"]
+    return _WRITER.finish(
+        draft,
+        category,
+        _authentication(rng, draft.subject),
+        persona=lambda: f"You are {name['first_name']} {name['last_name']}. {rng.choice(_TRAITS)}",
     )
 
 
-@functools.cache
-def default_splits() -> dict[str, list[dict[str, Any]]]:
-    """The task set shipped with the env (also written to ``datasets/tau_retail``)."""
-    return generate_splits()
+TASKS = TaskSource(
+    domain=DOMAIN_NAME,
+    env_id=ENV_ID,
+    policy=POLICY,
+    context=_Context,
+    load_tables=load_tables,
+    weights=CATEGORY_WEIGHTS,
+    categories=_CATEGORIES,
+    finish=_finish,
+)
+"""Retail's tasks; ``extra_info["tags"]`` names the write tools a task uses, ``multi_step``,
+``multi_item``, ``refusal``, ``transfer``, ``info``, ``declined`` and ``outputs``."""
+
+generate_splits = TASKS.generate
+default_splits = TASKS.default_splits

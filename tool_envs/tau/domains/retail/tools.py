@@ -18,9 +18,8 @@ import json
 from typing import Any
 
 from tool_envs.core.tools import tool
-from tool_envs.tau.db import BaseTables, Database
-from tool_envs.tau.domain import DomainTools
 from tool_envs.tau.domains.retail.data import CANCEL_REASONS
+from tool_envs.tau.tools import DomainTools
 
 Record = dict[str, Any]
 
@@ -55,11 +54,6 @@ def _address(address1: str, address2: str, city: str, state: str, country: str, 
 
 class RetailTools(DomainTools):
     """Tools of an online shop's customer-service agent (tau-bench's retail tool names)."""
-
-    def __init__(self, db: Database | None = None):
-        super().__init__(db)
-        self._texts: dict[tuple[str, str], str] = {}
-        self._texts_base: BaseTables | None = None
 
     # ----------------------------------------------------------------------- reads
 
@@ -100,7 +94,7 @@ class RetailTools(DomainTools):
         Args:
             user_id: The user's id, such as 'ana_ruiz_1234'.
         """
-        return self._text("users", user_id, self._user(user_id))
+        return self._record_text("users", user_id, self._user(user_id))
 
     @tool
     def get_order_details(self, order_id: str) -> str:
@@ -110,7 +104,7 @@ class RetailTools(DomainTools):
         Args:
             order_id: The order id, such as '#W1234567' (with the '#').
         """
-        return self._text("orders", order_id, self._order(order_id))
+        return self._record_text("orders", order_id, self._order(order_id))
 
     @tool
     def get_product_details(self, product_id: str) -> str:
@@ -123,19 +117,18 @@ class RetailTools(DomainTools):
         product = self.db.get("products", product_id)
         if product is None:
             raise ValueError(f"product {product_id} not found")
-        return self._text("products", product_id, product)
+        return self._record_text("products", product_id, product)
 
     @tool
     def list_all_product_types(self) -> str:
         """List the shop's product types: each product name with its product id (50 products)."""
-        self._check_cache()
-        text = self._texts.get(("", "product types"))
-        if text is None:
-            # Tools never change products, so the base index is the whole answer.
-            by_name = self.db.base.index("products", "name", lambda product: product["name"])
-            listing = {name: keys[0] for name, keys in sorted(by_name.items())}
-            text = self._texts["", "product types"] = _dumps(listing)
-        return text
+        # Tools never change products, so the base index is the whole answer.
+        by_name = self.db.base.index("products", "name", lambda product: product["name"])
+        return self._cached(
+            ("", "product types"),
+            [],
+            lambda: {name: keys[0] for name, keys in sorted(by_name.items())},
+        )
 
     # ----------------------------------------------------------------------- pending orders
 
@@ -391,33 +384,11 @@ class RetailTools(DomainTools):
 
     # ----------------------------------------------------------------------- helpers
 
-    def _check_cache(self) -> None:
-        if self._texts_base is not self.db.base:
-            self._texts = {}
-            self._texts_base = self.db.base
-
-    def _text(self, table: str, key: str, record: Record) -> str:
-        """``record`` as JSON, cached while it is the unchanged base record."""
-        if self.db.base.tables[table].get(key) is not record:
-            return _dumps(record)
-        self._check_cache()
-        text = self._texts.get((table, key))
-        if text is None:
-            text = self._texts[table, key] = _dumps(record)
-        return text
-
     def _user(self, user_id: str) -> Record:
-        user = self.db.get("users", user_id)
-        if user is None:
-            raise ValueError(f"user {user_id} not found")
-        return user
+        return self._record("users", user_id, "user")
 
     def _order(self, order_id: str) -> Record:
-        order = self.db.get("orders", order_id)
-        if order is None:
-            hint = "" if order_id.startswith("#W") else " (order ids look like '#W1234567')"
-            raise ValueError(f"order {order_id} not found{hint}")
-        return order
+        return self._record("orders", order_id, "order", example="#W1234567")
 
     @staticmethod
     def _require_pending(order: Record, done: str) -> None:

@@ -13,20 +13,20 @@ tasks are generated from a seed at import time: :mod:`.data`, :mod:`.phone`, :mo
 
 from __future__ import annotations
 
-from tool_envs.tau.domain import Domain
 from tool_envs.tau.domains.telecom.data import generate_tables, load_tables
-from tool_envs.tau.domains.telecom.tasks import ENV_ID, POLICY, default_splits, generate_splits
+from tool_envs.tau.domains.telecom.tasks import (
+    ENV_ID,
+    POLICY,
+    TASKS,
+    default_splits,
+    generate_splits,
+)
 from tool_envs.tau.domains.telecom.tools import PhoneTools, TelecomTools
 from tool_envs.tau.env import TauEnv
 
-DOMAIN = Domain(
-    name="telecom",
-    env_id=ENV_ID,
-    policy=POLICY,
-    tools=TelecomTools,
+DOMAIN = TASKS.make_domain(
+    TelecomTools,
     user_tools=PhoneTools,
-    load_tables=load_tables,
-    load_splits=default_splits,
     user_keywords={
         "phone_number": (
             "phone number",

@@ -5,7 +5,8 @@ every machine (one ``random.Random``; no global RNG, no set or hash ordering), a
 :func:`load_tables` caches the seed-0 tables for the process. "Today" is fixed
 (:data:`TODAY`), so which bills are overdue never depends on the clock.
 
-Tables (every table maps a record's id to the record; all values are JSON types):
+Tables (every table maps a record's id to the record; all values are JSON types; the record
+types are in :mod:`.records`):
 
 ``plans`` (12)
     ``{plan_id, name, monthly_price, data_gb, top_up_price_per_gb, roaming: {data_per_mb,

@@ -22,7 +22,6 @@ nothing and that require no output (a do-nothing agent passes them) stay near 3%
 
 from __future__ import annotations
 
-import functools
 import json
 import random
 from collections.abc import Callable, Mapping
@@ -30,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tool_envs.tau.db import BaseTables, Database
 from tool_envs.tau.domains.telecom import phone
 from tool_envs.tau.domains.telecom.data import (
     DEFAULT_APN,
@@ -40,36 +38,19 @@ from tool_envs.tau.domains.telecom.data import (
     load_tables,
 )
 from tool_envs.tau.domains.telecom.tools import PhoneTools, TelecomTools
+from tool_envs.tau.drafts import Action, call, user_call
 from tool_envs.tau.task import UserAction
-from tool_envs.tau.taskgen import Finished, generate_task_rows
+from tool_envs.tau.taskgen import TaskContext, TaskSource
+from tool_envs.tau.tools import write_tool_names
+from tool_envs.tau.wording import Opening, money
 
 ENV_ID = "tool_envs/TauTelecom-v0"
 DOMAIN_NAME = "telecom"
 POLICY = Path(__file__).with_name("policy.md").read_text(encoding="utf-8")
 
 Record = dict[str, Any]
-Action = dict[str, Any]
-
-AGENT_WRITE_TOOLS = (
-    "suspend_line",
-    "resume_line",
-    "enable_roaming",
-    "disable_roaming",
-    "add_data_top_up",
-    "send_payment_request",
-    "change_plan",
-)
-USER_WRITE_TOOLS = (
-    "toggle_airplane_mode",
-    "toggle_mobile_data",
-    "toggle_roaming",
-    "set_apn",
-    "reset_apn_settings",
-    "reseat_sim",
-    "reboot_device",
-    "set_network_mode",
-    "make_payment",
-)
+AGENT_WRITE_TOOLS = write_tool_names(TelecomTools)
+USER_WRITE_TOOLS = write_tool_names(PhoneTools)
 WRITE_TOOLS = AGENT_WRITE_TOOLS + USER_WRITE_TOOLS
 
 # Share of each category in a split (normalised). The three "silent" categories (no write, no
@@ -183,27 +164,20 @@ _TRANSFER_ISSUES = (
 )  # fmt: skip
 
 
-def money(amount: float) -> str:
-    """An amount as a required output: '42.75', '42.7' or '42', so '42.70' and '$42.00' match."""
-    return f"{amount:.2f}".rstrip("0").rstrip(".")
-
-
-def _call(name: str, **arguments: Any) -> Action:
-    return {"name": name, "arguments": arguments}
-
-
-def _user(name: str, **arguments: Any) -> Action:
-    return {"name": name, "arguments": arguments, "requestor": "user"}
-
-
 # --------------------------------------------------------------------------- context
 
 
-class _Context:
-    """The database and the indexes the generator draws from (built once per generation)."""
+class _Context(TaskContext):
+    """The database and the indexes the generator draws from (built once per generation).
+
+    Every write, the agent's or the phone's, must change the database."""
+
+    tools_class = TelecomTools
+    user_tools_class = PhoneTools
+    writes_must_change = frozenset(WRITE_TOOLS)
 
     def __init__(self, tables: Mapping[str, Mapping[str, Record]]):
-        self.tables = tables
+        super().__init__(tables)
         self.customers: dict[str, Record] = dict(tables["customers"])
         self.lines: dict[str, Record] = dict(tables["lines"])
         self.bills: dict[str, Record] = dict(tables["bills"])
@@ -217,9 +191,6 @@ class _Context:
         for line_id, found in self.faults.items():
             self.by_faults.setdefault(found, []).append(line_id)
         self.line_ids = list(self.lines)
-        self.base = BaseTables(tables)
-        self.agent = TelecomTools()
-        self.phone = PhoneTools()
 
     def device(self, line: Record) -> Record:
         return self.devices[line["phone_number"]]
@@ -240,25 +211,6 @@ class _Context:
             if where(line):
                 return line
         return None
-
-    def replays(self, actions: list[Action]) -> bool:
-        """True if every action succeeds in order on a fresh database and every write changes it.
-
-        The tool methods are called directly (the env's toolset adds schema checks; the tests
-        replay every task through the env itself).
-        """
-        db = Database(self.base)
-        self.agent.db = self.phone.db = db
-        for action in actions:
-            tools = self.phone if action.get("requestor") == "user" else self.agent
-            before = db.hash() if action["name"] in WRITE_TOOLS else None
-            try:
-                getattr(tools, action["name"])(**action["arguments"])
-            except ValueError:
-                return False
-            if before is not None and db.hash() == before:
-                return False
-        return True
 
 
 def _user_actions(actions: list[Action]) -> list[dict[str, Any]] | None:
@@ -305,16 +257,13 @@ class _Draft:
     confirm: bool = True
 
 
+_opening = Opening(
+    greetings=("Hi,", "Hello,", "Hi there,", "Good morning,", "Hey,"), want_first=True
+)
+
+
 def _greeting(rng: random.Random) -> str:
-    return rng.choice(("Hi,", "Hello,", "Hi there,", "Good morning,", "Hey,"))
-
-
-def _opening(rng: random.Random, asks: list[str], question: str = "") -> str:
-    want = rng.choice(("I'd like to", "I want to", "I need to", "could you help me"))
-    body = asks[0] if len(asks) == 1 else ", ".join(asks[:-1]) + ", and also " + asks[-1]
-    text = f"{_greeting(rng)} {want} {body}"
-    text += "?" if want == "could you help me" else "."
-    return text + (f" {question}" if question else "")
+    return rng.choice(_opening.greetings)
 
 
 def _where(device: Record) -> str:
@@ -374,18 +323,18 @@ def _symptoms(rng: random.Random, found: tuple[str, ...], device: Record) -> tup
 def _top_up(rng: random.Random, ctx: _Context, line: Record, gb: int) -> tuple[list, str]:
     plan = ctx.plans[line["plan_id"]]
     price = round(gb * plan["top_up_price_per_gb"], 2)
-    actions = [_call("get_plan_details", plan_id=plan["plan_id"])]
+    actions = [call("get_plan_details", plan_id=plan["plan_id"])]
     if gb > 1:
-        actions.append(_call("calculate", expression=f"{gb} * {plan['top_up_price_per_gb']:.2f}"))
-    actions.append(_call("add_data_top_up", line_id=line["line_id"], gb=gb))
+        actions.append(call("calculate", expression=f"{gb} * {plan['top_up_price_per_gb']:.2f}"))
+    actions.append(call("add_data_top_up", line_id=line["line_id"], gb=gb))
     return actions, money(price)
 
 
 def _payment(ctx: _Context, line: Record, bill: Record) -> list[Action]:
     customer_id = line["customer_id"]
     return [
-        _call("send_payment_request", customer_id=customer_id, bill_id=bill["bill_id"]),
-        _user("make_payment", phone_number=line["phone_number"], bill_id=bill["bill_id"]),
+        call("send_payment_request", customer_id=customer_id, bill_id=bill["bill_id"]),
+        user_call("make_payment", phone_number=line["phone_number"], bill_id=bill["bill_id"]),
     ]
 
 
@@ -404,19 +353,19 @@ def _troubleshoot(rng: random.Random, ctx: _Context, line: Record) -> _Draft | N
         "roaming_account", "data_limit", "line_suspended"
     }:  # fmt: skip
         return None  # blocked by an overdue bill the customer did not call about
-    actions = [_call("get_line_details", line_id=line["line_id"])]
+    actions = [call("get_line_details", line_id=line["line_id"])]
     outputs: list[str] = []
     known: dict[str, str] = {}
     instructions: list[str] = []
     if present & (phone.NO_SERVICE_FAULTS | phone.NO_DATA_FAULTS):
-        actions.append(_user("check_status_bar", phone_number=number))
+        actions.append(user_call("check_status_bar", phone_number=number))
     elif "network_mode" in present:
-        actions.append(_user("run_speed_test", phone_number=number))
+        actions.append(user_call("run_speed_test", phone_number=number))
     else:
-        actions.append(_user("send_test_mms", phone_number=number))
+        actions.append(user_call("send_test_mms", phone_number=number))
     if suspended_overdue:
         assert overdue is not None
-        actions.append(_call("list_bills", customer_id=customer["customer_id"]))
+        actions.append(call("list_bills", customer_id=customer["customer_id"]))
         actions += _payment(ctx, line, overdue)
         outputs.append(money(overdue["amount"]))
         instructions.append(
@@ -424,7 +373,7 @@ def _troubleshoot(rng: random.Random, ctx: _Context, line: Record) -> _Draft | N
             "request, approve it on your phone, and want your line working again."
         )
     if "line_suspended" in present:
-        actions.append(_call("resume_line", line_id=line["line_id"]))
+        actions.append(call("resume_line", line_id=line["line_id"]))
         if line["suspension_reason"] == "lost or stolen":
             instructions.append(
                 "Some time ago you reported this phone lost and had the line suspended; you "
@@ -436,23 +385,23 @@ def _troubleshoot(rng: random.Random, ctx: _Context, line: Record) -> _Draft | N
                 "want it active again now."
             )
     if "airplane_mode" in present:
-        actions.append(_user("toggle_airplane_mode", phone_number=number, enabled=False))
+        actions.append(user_call("toggle_airplane_mode", phone_number=number, enabled=False))
     if "sim_loose" in present:
-        actions.append(_user("reseat_sim", phone_number=number))
+        actions.append(user_call("reseat_sim", phone_number=number))
     if present & {"sim_loose", "needs_reboot"}:
-        actions.append(_user("reboot_device", phone_number=number))
+        actions.append(user_call("reboot_device", phone_number=number))
     if "roaming_account" in present:
-        actions.append(_call("enable_roaming", line_id=line["line_id"]))
+        actions.append(call("enable_roaming", line_id=line["line_id"]))
         instructions.append("You want roaming enabled on your account for this trip.")
     if "mobile_data_off" in present:
-        actions.append(_user("toggle_mobile_data", phone_number=number, enabled=True))
+        actions.append(user_call("toggle_mobile_data", phone_number=number, enabled=True))
     if "roaming_device" in present:
-        actions.append(_user("toggle_roaming", phone_number=number, enabled=True))
+        actions.append(user_call("toggle_roaming", phone_number=number, enabled=True))
     if "apn_name" in present:
         if "mmsc" in present or rng.random() < 0.4:
-            actions.append(_user("reset_apn_settings", phone_number=number))
+            actions.append(user_call("reset_apn_settings", phone_number=number))
         else:
-            actions.append(_user("set_apn", phone_number=number, apn_name=DEFAULT_APN["name"]))
+            actions.append(user_call("set_apn", phone_number=number, apn_name=DEFAULT_APN["name"]))
     if "data_limit" in present:
         room = MAX_TOP_UP_GB - line["data_top_up_gb"]
         if room < 1:
@@ -467,13 +416,13 @@ def _troubleshoot(rng: random.Random, ctx: _Context, line: Record) -> _Draft | N
         )
     if "network_mode" in present:
         if actions[1]["name"] != "run_speed_test":
-            actions.append(_user("run_speed_test", phone_number=number))
-        actions.append(_user("set_network_mode", phone_number=number, mode="auto"))
+            actions.append(user_call("run_speed_test", phone_number=number))
+        actions.append(user_call("set_network_mode", phone_number=number, mode="auto"))
     if "mmsc" in present:
         if actions[1]["name"] != "send_test_mms":
-            actions.append(_user("send_test_mms", phone_number=number))
+            actions.append(user_call("send_test_mms", phone_number=number))
         if not any(a["name"] == "reset_apn_settings" for a in actions):
-            actions.append(_user("reset_apn_settings", phone_number=number))
+            actions.append(user_call("reset_apn_settings", phone_number=number))
     symptom, goal = _symptoms(rng, found, device)
     return _Draft(
         line=line,
@@ -549,8 +498,8 @@ def _suspend(rng: random.Random, ctx: _Context) -> _Draft | None:
     return _Draft(
         line=line,
         actions=[
-            _call("get_line_details", line_id=line["line_id"]),
-            _call("suspend_line", line_id=line["line_id"], reason=reason),
+            call("get_line_details", line_id=line["line_id"]),
+            call("suspend_line", line_id=line["line_id"], reason=reason),
         ],
         reason_for_call=_opening(rng, [ask]),
         instructions=[why, f"If asked for the reason, it is '{reason}'."],
@@ -573,8 +522,8 @@ def _resume(rng: random.Random, ctx: _Context) -> _Draft | None:
     return _Draft(
         line=line,
         actions=[
-            _call("get_line_details", line_id=line["line_id"]),
-            _call("resume_line", line_id=line["line_id"]),
+            call("get_line_details", line_id=line["line_id"]),
+            call("resume_line", line_id=line["line_id"]),
         ],
         reason_for_call=_opening(rng, [ask]),
         instructions=[
@@ -596,14 +545,14 @@ def _enable_roaming(rng: random.Random, ctx: _Context) -> _Draft | None:
         return None
     plan = ctx.plans[line["plan_id"]]
     output = rng.random() < 0.5
-    actions = [_call("get_line_details", line_id=line["line_id"])]
+    actions = [call("get_line_details", line_id=line["line_id"])]
     instructions = ["You are travelling abroad next week and want roaming on your line."]
     outputs = []
     if output:
-        actions.append(_call("get_plan_details", plan_id=plan["plan_id"]))
+        actions.append(call("get_plan_details", plan_id=plan["plan_id"]))
         outputs.append(money(plan["roaming"]["voice_per_minute"]))
         instructions.append("You want to know how much a minute of calls costs abroad.")
-    actions.append(_call("enable_roaming", line_id=line["line_id"]))
+    actions.append(call("enable_roaming", line_id=line["line_id"]))
     ask = rng.choice(("turn on roaming before my trip abroad", "enable international roaming",
                       "make sure my phone works abroad next week"))  # fmt: skip
     question = "How much are calls abroad per minute?" if output else ""
@@ -628,8 +577,8 @@ def _disable_roaming(rng: random.Random, ctx: _Context) -> _Draft | None:
     return _Draft(
         line=line,
         actions=[
-            _call("get_line_details", line_id=line["line_id"]),
-            _call("disable_roaming", line_id=line["line_id"]),
+            call("get_line_details", line_id=line["line_id"]),
+            call("disable_roaming", line_id=line["line_id"]),
         ],
         reason_for_call=_opening(rng, [ask]),
         instructions=["You are at home and want roaming turned off on your line."],
@@ -662,7 +611,7 @@ def _top_up_draft(rng: random.Random, ctx: _Context, capped: bool) -> _Draft | N
                       "add more data to my line"))  # fmt: skip
     return _Draft(
         line=line,
-        actions=[_call("get_line_details", line_id=line["line_id"]), *calls],
+        actions=[call("get_line_details", line_id=line["line_id"]), *calls],
         reason_for_call=_opening(rng, [ask], "How much will it cost?"),
         instructions=[instruction, "You want to know the price."],
         known={"data_amount": f"{wanted} GB"},
@@ -702,9 +651,9 @@ def _change_plan(rng: random.Random, ctx: _Context) -> _Draft | None:
     return _Draft(
         line=line,
         actions=[
-            _call("get_line_details", line_id=line["line_id"]),
-            _call("list_plans"),
-            _call("change_plan", line_id=line["line_id"], plan_id=plan["plan_id"]),
+            call("get_line_details", line_id=line["line_id"]),
+            call("list_plans"),
+            call("change_plan", line_id=line["line_id"], plan_id=plan["plan_id"]),
         ],
         reason_for_call=_opening(rng, [ask]),
         instructions=[
@@ -725,9 +674,9 @@ def _pay_bill(rng: random.Random, ctx: _Context) -> _Draft | None:
     overdue = ctx.overdue(customer)
     bill = overdue or ctx.bills[customer["bill_ids"][-1]]
     month = "overdue bill" if overdue else "June bill"
-    actions = [_call("list_bills", customer_id=customer["customer_id"])]
+    actions = [call("list_bills", customer_id=customer["customer_id"])]
     if rng.random() < 0.4:
-        actions.append(_call("get_bill_details", bill_id=bill["bill_id"]))
+        actions.append(call("get_bill_details", bill_id=bill["bill_id"]))
     actions += _payment(ctx, line, bill)
     return _Draft(
         line=line,
@@ -756,17 +705,17 @@ def _pay_then_write(rng: random.Random, ctx: _Context) -> _Draft | None:
         if kind == "roaming" and line["roaming_enabled"]:
             kind = "plan"
     actions = [
-        _call("get_line_details", line_id=line["line_id"]),
-        _call("list_bills", customer_id=line["customer_id"]),
+        call("get_line_details", line_id=line["line_id"]),
+        call("list_bills", customer_id=line["customer_id"]),
         *_payment(ctx, line, bill),
     ]
     outputs = [money(bill["amount"])]
     known: dict[str, str] = {}
     if kind == "resume":
-        actions.append(_call("resume_line", line_id=line["line_id"]))
+        actions.append(call("resume_line", line_id=line["line_id"]))
         ask, want = "get my line reactivated", "You want your suspended line active again."
     elif kind == "roaming":
-        actions.append(_call("enable_roaming", line_id=line["line_id"]))
+        actions.append(call("enable_roaming", line_id=line["line_id"]))
         ask, want = "turn on roaming for a trip", "You want roaming on your line for a trip."
     elif kind == "top_up":
         room = MAX_TOP_UP_GB - line["data_top_up_gb"]
@@ -784,8 +733,8 @@ def _pay_then_write(rng: random.Random, ctx: _Context) -> _Draft | None:
             return None
         plan, described = choice
         actions += [
-            _call("list_plans"),
-            _call("change_plan", line_id=line["line_id"], plan_id=plan["plan_id"]),
+            call("list_plans"),
+            call("change_plan", line_id=line["line_id"], plan_id=plan["plan_id"]),
         ]
         outputs.append(money(plan["monthly_price"]))
         known["new_plan"] = described.removeprefix("the ")
@@ -811,7 +760,7 @@ def _multi_step(rng: random.Random, ctx: _Context) -> _Draft | None:
     if line is None or phone.abroad(ctx.device(line)):
         return None
     first = rng.choice(("plan", "top_up"))
-    actions = [_call("get_line_details", line_id=line["line_id"])]
+    actions = [call("get_line_details", line_id=line["line_id"])]
     outputs, asks, wants = [], [], []
     known: dict[str, str] = {}
     if first == "plan":
@@ -820,8 +769,8 @@ def _multi_step(rng: random.Random, ctx: _Context) -> _Draft | None:
             return None
         plan, described = choice
         actions += [
-            _call("list_plans"),
-            _call("change_plan", line_id=line["line_id"], plan_id=plan["plan_id"]),
+            call("list_plans"),
+            call("change_plan", line_id=line["line_id"], plan_id=plan["plan_id"]),
         ]
         outputs.append(money(plan["monthly_price"]))
         known["new_plan"] = described.removeprefix("the ")
@@ -839,11 +788,11 @@ def _multi_step(rng: random.Random, ctx: _Context) -> _Draft | None:
         asks.append("buy some extra data")
         wants.append(f"You want {gb} GB of extra data and to know the price.")
     if line["roaming_enabled"]:
-        actions.append(_call("disable_roaming", line_id=line["line_id"]))
+        actions.append(call("disable_roaming", line_id=line["line_id"]))
         asks.append("turn off roaming")
         wants.append("You also want roaming turned off on your line.")
     else:
-        actions.append(_call("enable_roaming", line_id=line["line_id"]))
+        actions.append(call("enable_roaming", line_id=line["line_id"]))
         asks.append("turn on roaming for a trip")
         wants.append("You also want roaming turned on for a trip next month.")
     return _Draft(
@@ -886,8 +835,8 @@ def _refuse_overdue(rng: random.Random, ctx: _Context) -> _Draft | None:
     return _Draft(
         line=line,
         actions=[
-            _call("get_line_details", line_id=line["line_id"]),
-            _call("list_bills", customer_id=line["customer_id"]),
+            call("get_line_details", line_id=line["line_id"]),
+            call("list_bills", customer_id=line["customer_id"]),
         ],
         reason_for_call=_opening(rng, [ask]),
         instructions=[
@@ -929,8 +878,8 @@ def _refuse_legacy_plan(rng: random.Random, ctx: _Context) -> _Draft | None:
     return _Draft(
         line=line,
         actions=[
-            _call("get_line_details", line_id=line["line_id"]),
-            _call("list_plans"),
+            call("get_line_details", line_id=line["line_id"]),
+            call("list_plans"),
         ],
         reason_for_call=_opening(rng, ["switch back to an old plan I used to have"]),
         instructions=[
@@ -952,7 +901,7 @@ def _declined(rng: random.Random, ctx: _Context) -> _Draft | None:
             return None
         gb = rng.randint(1, min(5, room))
         calls, price = _top_up(rng, ctx, line, gb)
-        actions = [_call("get_line_details", line_id=line["line_id"]), *calls[:-1]]
+        actions = [call("get_line_details", line_id=line["line_id"]), *calls[:-1]]
         known = {"data_amount": f"{gb} GB"}
         ask, question = "maybe buy some extra data", "How much would it cost?"
         want = f"You are thinking about {gb} GB of extra data and want to know the price."
@@ -961,7 +910,7 @@ def _declined(rng: random.Random, ctx: _Context) -> _Draft | None:
         if choice is None:
             return None
         plan, described = choice
-        actions = [_call("get_line_details", line_id=line["line_id"]), _call("list_plans")]
+        actions = [call("get_line_details", line_id=line["line_id"]), call("list_plans")]
         price = money(plan["monthly_price"])
         known = {"new_plan": described.removeprefix("the ")}
         ask, question = "maybe change my plan", "What would it cost per month?"
@@ -992,7 +941,7 @@ def _info(rng: random.Random, ctx: _Context) -> _Draft | None:
         month = {"2025-03": "March", "2025-04": "April", "2025-05": "May"}[bill["period"]]
         return _Draft(
             line=line,
-            actions=[_call("list_bills", customer_id=customer["customer_id"])],
+            actions=[call("list_bills", customer_id=customer["customer_id"])],
             reason_for_call=_opening(rng, ["check the amount of one of my bills"]),
             instructions=[f"You want to know the amount of your {month} 2025 bill."],
             known={"bill_month": f"{month} 2025"},
@@ -1007,7 +956,7 @@ def _info(rng: random.Random, ctx: _Context) -> _Draft | None:
             return None
         return _Draft(
             line=line,
-            actions=[_call("get_line_details", line_id=line["line_id"])],
+            actions=[call("get_line_details", line_id=line["line_id"])],
             reason_for_call=_opening(rng, ["find out how much data I have left this month"]),
             instructions=["You want to know how many GB of data you have left this month."],
             outputs=[f"{left:.1f}"],
@@ -1016,8 +965,8 @@ def _info(rng: random.Random, ctx: _Context) -> _Draft | None:
     return _Draft(
         line=line,
         actions=[
-            _call("get_line_details", line_id=line["line_id"]),
-            _call("get_plan_details", plan_id=plan["plan_id"]),
+            call("get_line_details", line_id=line["line_id"]),
+            call("get_plan_details", plan_id=plan["plan_id"]),
         ],
         reason_for_call=_opening(rng, ["know what mobile data costs abroad on my plan"]),
         instructions=["You want to know the roaming price of mobile data per MB on your plan."],
@@ -1031,7 +980,7 @@ def _transfer_call(line: Record, topic: str) -> Action:
         f"Customer {line['customer_id']} (line {line['phone_number']}) asks for a human agent: "
         f"{topic}, which is outside what the agent can do."
     )
-    return _call("transfer_to_human_agents", summary=summary)
+    return call("transfer_to_human_agents", summary=summary)
 
 
 def _transfer(rng: random.Random, ctx: _Context) -> _Draft | None:
@@ -1041,7 +990,7 @@ def _transfer(rng: random.Random, ctx: _Context) -> _Draft | None:
     issue, want, topic = rng.choice(_TRANSFER_ISSUES)
     return _Draft(
         line=line,
-        actions=[_call("get_line_details", line_id=line["line_id"]), _transfer_call(line, topic)],
+        actions=[call("get_line_details", line_id=line["line_id"]), _transfer_call(line, topic)],
         reason_for_call=_opening(rng, [issue]),
         instructions=[f"You want to {want}. You insist on talking to a human agent."],
         tags=["transfer"],
@@ -1095,7 +1044,7 @@ def _authentication(
 ) -> tuple[list[Action], dict[str, str]]:
     number = line["phone_number"]
     if rng.random() < 0.7:
-        actions = [_call("find_customer_by_phone", phone_number=number)]
+        actions = [call("find_customer_by_phone", phone_number=number)]
         known = {"phone_number": number}
         if rng.random() < 0.5:
             known["name"] = customer["full_name"]
@@ -1103,7 +1052,7 @@ def _authentication(
             known["date_of_birth"] = customer["date_of_birth"]
     else:
         actions = [
-            _call(
+            call(
                 "find_customer_by_name_dob",
                 full_name=customer["full_name"],
                 date_of_birth=customer["date_of_birth"],
@@ -1114,7 +1063,7 @@ def _authentication(
             "date_of_birth": customer["date_of_birth"],
             "phone_number": number,
         }
-    actions.append(_call("get_customer_details", customer_id=customer["customer_id"]))
+    actions.append(call("get_customer_details", customer_id=customer["customer_id"]))
     return actions, known
 
 
@@ -1163,37 +1112,19 @@ def _finish(
     return scenario, actions, list(dict.fromkeys(draft.outputs)), list(dict.fromkeys(tags))
 
 
-def generate_splits(
-    sizes: Mapping[str, int] | None = None, seed: int = 0
-) -> dict[str, list[dict[str, Any]]]:
-    """Task rows per split (default 600 train, 120 test); no task is in two splits.
+TASKS = TaskSource(
+    domain=DOMAIN_NAME,
+    env_id=ENV_ID,
+    policy=POLICY,
+    context=_Context,
+    load_tables=load_tables,
+    weights=CATEGORY_WEIGHTS,
+    categories=_CATEGORIES,
+    finish=_finish,
+)
+"""Telecom's tasks; ``extra_info["tags"]`` names the write tools a task uses, agent and phone
+side, ``troubleshooting``, ``dual_control``, ``bill``, ``multi_step``, ``refusal``,
+``transfer``, ``info``, ``declined`` and ``outputs``."""
 
-    Each split holds every category in the proportions of :data:`CATEGORY_WEIGHTS`; the rows
-    of a split are shuffled. A task's ``extra_info`` names its ``category`` and ``tags`` (the
-    write tools it uses, agent and phone side, ``troubleshooting``, ``dual_control``, ``bill``,
-    ``multi_step``, ``refusal``, ``transfer``, ``info``, ``declined``, ``outputs``).
-    """
-    sizes = dict(sizes or {"train": 600, "test": 120})
-    ctx = _Context(load_tables())
-
-    def draw(rng: random.Random, category: str) -> Finished | None:
-        draft = _CATEGORIES[category](rng, ctx)
-        return None if draft is None else _finish(rng, ctx, draft, category)
-
-    return generate_task_rows(
-        sizes=sizes,
-        seed=seed,
-        weights=CATEGORY_WEIGHTS,
-        draw=draw,
-        accept=lambda actions, outputs: outputs if ctx.replays(actions) else None,
-        env_id=ENV_ID,
-        domain=DOMAIN_NAME,
-        policy=POLICY,
-        attempts_per_task=200,
-    )
-
-
-@functools.cache
-def default_splits() -> dict[str, list[dict[str, Any]]]:
-    """The task set shipped with the env (also written to ``datasets/tau_telecom``)."""
-    return generate_splits()
+generate_splits = TASKS.generate
+default_splits = TASKS.default_splits

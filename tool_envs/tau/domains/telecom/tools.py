@@ -20,8 +20,6 @@ import re
 from typing import Any
 
 from tool_envs.core.tools import tool
-from tool_envs.tau.db import BaseTables, Database
-from tool_envs.tau.domain import DatabaseTools, DomainTools
 from tool_envs.tau.domains.telecom import phone
 from tool_envs.tau.domains.telecom.data import (
     CURRENT_PERIOD,
@@ -31,6 +29,7 @@ from tool_envs.tau.domains.telecom.data import (
     SUSPEND_REASONS,
     TODAY,
 )
+from tool_envs.tau.tools import DatabaseTools, DomainTools
 
 Record = dict[str, Any]
 
@@ -63,31 +62,16 @@ class _Records(DatabaseTools):
     """Record access shared by the agent's and the phone's tools."""
 
     def _customer(self, customer_id: str) -> Record:
-        customer = self.db.get("customers", customer_id)
-        if customer is None:
-            hint = "" if customer_id.startswith("C") else " (customer ids look like 'C123456')"
-            raise ValueError(f"customer {customer_id} not found{hint}")
-        return customer
+        return self._record("customers", customer_id, "customer", example="C123456")
 
     def _line(self, line_id: str) -> Record:
-        line = self.db.get("lines", line_id)
-        if line is None:
-            hint = "" if line_id.startswith("L") else " (line ids look like 'L123456')"
-            raise ValueError(f"line {line_id} not found{hint}")
-        return line
+        return self._record("lines", line_id, "line", example="L123456")
 
     def _plan(self, plan_id: str) -> Record:
-        plan = self.db.get("plans", plan_id)
-        if plan is None:
-            raise ValueError(f"plan {plan_id} not found (list_plans shows the plan ids)")
-        return plan
+        return self._record("plans", plan_id, "plan", hint=" (list_plans shows the plan ids)")
 
     def _bill(self, bill_id: str) -> Record:
-        bill = self.db.get("bills", bill_id)
-        if bill is None:
-            hint = "" if bill_id.startswith("B") else " (bill ids look like 'B1234567')"
-            raise ValueError(f"bill {bill_id} not found{hint}")
-        return bill
+        return self._record("bills", bill_id, "bill", example="B1234567")
 
     def _overdue_bills(self, customer: Record) -> list[Record]:
         bills = (self.db.get("bills", bill_id) for bill_id in customer["bill_ids"])
@@ -96,11 +80,6 @@ class _Records(DatabaseTools):
 
 class TelecomTools(DomainTools, _Records):
     """Tools of a mobile carrier's customer-service agent (account side only)."""
-
-    def __init__(self, db: Database | None = None):
-        super().__init__(db)
-        self._texts: dict[tuple[str, str], str] = {}
-        self._texts_base: BaseTables | None = None
 
     # ----------------------------------------------------------------------- identify
 
@@ -142,7 +121,7 @@ class TelecomTools(DomainTools, _Records):
         Args:
             customer_id: The customer id, such as 'C123456'.
         """
-        return self._text("customers", customer_id, self._customer(customer_id))
+        return self._record_text("customers", customer_id, self._customer(customer_id))
 
     @tool
     def get_line_details(self, line_id: str) -> str:
@@ -154,24 +133,16 @@ class TelecomTools(DomainTools, _Records):
             line_id: The line id, such as 'L123456'.
         """
         line = self._line(line_id)
-        if self.db.base.tables["lines"].get(line_id) is not line:
-            return _dumps(self._line_view(line))
-        self._check_cache()
-        text = self._texts.get(("lines", line_id))
-        if text is None:
-            text = self._texts["lines", line_id] = _dumps(self._line_view(line))
-        return text
+        return self._cached(
+            ("lines", line_id), [("lines", line_id, line)], lambda: self._line_view(line)
+        )
 
     @tool
     def list_plans(self) -> str:
         """List every plan: id, name, monthly price, data, top-up price per GB, roaming rates
         and whether it is available to switch to (legacy plans are not)."""
-        self._check_cache()
-        text = self._texts.get(("", "plans"))
-        if text is None:
-            # Tools never change plans, so the base table is the whole answer.
-            text = self._texts["", "plans"] = _dumps(list(self.db.base.tables["plans"].values()))
-        return text
+        # Tools never change plans, so the base table is the whole answer.
+        return self._cached(("", "plans"), [], lambda: list(self.db.base.tables["plans"].values()))
 
     @tool
     def get_plan_details(self, plan_id: str) -> str:
@@ -180,7 +151,7 @@ class TelecomTools(DomainTools, _Records):
         Args:
             plan_id: The plan id, such as 'plus-20'.
         """
-        return self._text("plans", plan_id, self._plan(plan_id))
+        return self._record_text("plans", plan_id, self._plan(plan_id))
 
     @tool
     def list_bills(self, customer_id: str) -> str:
@@ -213,7 +184,7 @@ class TelecomTools(DomainTools, _Records):
         Args:
             bill_id: The bill id, such as 'B1234567'.
         """
-        return self._text("bills", bill_id, self._bill(bill_id))
+        return self._record_text("bills", bill_id, self._bill(bill_id))
 
     # ----------------------------------------------------------------------- line status
 
@@ -422,21 +393,6 @@ class TelecomTools(DomainTools, _Records):
                 "the current bill is already paid; top-ups can be bought again next cycle"
             )
         return bill
-
-    def _check_cache(self) -> None:
-        if self._texts_base is not self.db.base:
-            self._texts = {}
-            self._texts_base = self.db.base
-
-    def _text(self, table: str, key: str, record: Record) -> str:
-        """``record`` as JSON, cached while it is the unchanged base record."""
-        if self.db.base.tables[table].get(key) is not record:
-            return _dumps(record)
-        self._check_cache()
-        text = self._texts.get((table, key))
-        if text is None:
-            text = self._texts[table, key] = _dumps(record)
-        return text
 
 
 class PhoneTools(_Records):
