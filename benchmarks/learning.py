@@ -48,7 +48,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from tool_envs.integrations.trl.heldout import discordant, greedy_outcomes, mcnemar_exact
+from tool_envs.eval.heldout import discordant, greedy_outcomes, mcnemar_exact
 
 REPO = Path(__file__).resolve().parents[1]
 SFT_CONFIG = REPO / "recipes/configs/calculator_cpu_sft.yaml"

@@ -50,27 +50,11 @@ class AsyncEnvArguments(EpisodeArguments):
     )
 
 
-def build_worker(
-    env_args: AsyncEnvArguments,
-    args: AsyncGRPOConfig,
-    rows: list[dict],
-    env_kwargs: dict,
-    template_kwargs: dict,
-    env_servers: dict | None = None,
-):
+def build_worker(env_args: AsyncEnvArguments, args: AsyncGRPOConfig, rows: list[dict], config):
+    """The rollout worker that plays ``rows`` with the episodes' ``config`` (a RolloutConfig)."""
     from tool_envs.integrations.trl.async_worker import ToolEnvsRolloutWorker
     from tool_envs.integrations.trl.rollout_func import sampling_settings
-    from tool_envs.rollout import RolloutConfig
 
-    config = RolloutConfig(
-        max_completion_length=args.max_completion_length,
-        max_tokens_per_turn=env_args.max_tokens_per_turn,
-        max_turns=env_args.max_turns,
-        env_kwargs=env_kwargs,
-        env_servers=env_servers or {},
-        template_kwargs=template_kwargs,
-        step_timeout=env_args.step_timeout,
-    )
     return ToolEnvsRolloutWorker(
         tasks=rows,
         tokenizer=env_args.model_name_or_path,
@@ -93,24 +77,17 @@ def main(env_args: AsyncEnvArguments, args: AsyncGRPOConfig) -> None:
 
 
 def train(env_args: AsyncEnvArguments, args: AsyncGRPOConfig, env_servers: dict) -> None:
-    from transformers import AutoTokenizer
-
     from tool_envs.integrations.trl import env_reward
-    from tool_envs.integrations.trl.recipes import (
-        check_model_path,
-        check_setup,
-        parse_json_argument,
-        to_dataset,
-    )
+    from tool_envs.integrations.trl.recipes import to_dataset
 
-    check_model_path(env_args.model_name_or_path)
-    rows = env_args.load()  # before the model: a typo in the tasks is named at once
-    tokenizer = AutoTokenizer.from_pretrained(env_args.model_name_or_path)
-    env_kwargs = parse_json_argument("env_kwargs", env_args.env_kwargs)
-    template_kwargs = parse_json_argument("template_kwargs", env_args.template_kwargs)
-    for line in check_setup(tokenizer, rows, env_kwargs, template_kwargs, env_servers):
-        print(line)
-    worker = build_worker(env_args, args, rows, env_kwargs, template_kwargs, env_servers)
+    rows, _, tokenizer = env_args.start(env_args.model_name_or_path)
+    # The worker loads the tokenizer itself (in its own process): the chat template travels in
+    # the config, so the worker renders what the check above checked.
+    template = tokenizer.chat_template if env_args.chat_template else None
+    config = env_args.check_episodes(
+        tokenizer, rows, args.max_completion_length, env_servers, chat_template=template
+    )
+    worker = build_worker(env_args, args, rows, config)
     worker.check_picklable()  # what start() sends to the worker's process
     if env_args.dry_run:
         print(

@@ -17,9 +17,7 @@ CPU configs: ``recipes/configs/calculator_cpu_grpo_vllm_{colocate,server}.yaml``
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,46 +97,34 @@ def train(
     model_args: ModelConfig,
     env_servers: dict[str, Any],
 ) -> None:
-    from transformers import AutoTokenizer
     from trl import get_peft_config
 
+    from tool_envs.eval.heldout import HeldoutComparison, HeldoutEvaluator, count_seen
     from tool_envs.integrations.trl import TaskRowEnvironment, make_rollout_func
     from tool_envs.integrations.trl.callbacks import MetricsFile, one_line_logs, plot_reward_curve
-    from tool_envs.integrations.trl.heldout import HeldoutComparison
-    from tool_envs.integrations.trl.recipes import (
-        check_model_path,
-        check_setup,
-        import_function,
-        parse_json_argument,
-        preview,
-        resolve_chat_template,
-        to_dataset,
-    )
+    from tool_envs.integrations.trl.recipes import import_function, preview, to_dataset
     from tool_envs.integrations.trl.trainer import ToolEnvsGRPOTrainer
 
     started = time.perf_counter()
-    check_model_path(model_args.model_name_or_path)
-    reward_funcs = [import_function(spec) for spec in env_args.reward_funcs]
-    env_kwargs = parse_json_argument("env_kwargs", env_args.env_kwargs)
-    template_kwargs = parse_json_argument("template_kwargs", env_args.template_kwargs)
-    rows = env_args.load()  # before the model: a typo in the tasks is named at once
-    heldout = (
-        env_args.load(env_args.heldout_split, env_args.heldout_tasks)
-        if env_args.heldout_split
-        else []
+    split = env_args.heldout_split
+    rows, heldout, tokenizer = env_args.start(
+        model_args.model_name_or_path, heldout=(split, env_args.heldout_tasks) if split else None
     )
+    reward_funcs = [import_function(spec) for spec in env_args.reward_funcs]
     if heldout:
-        seen = {json.dumps(row["prompt"], sort_keys=True) for row in rows}
-        overlap = sum(json.dumps(row["prompt"], sort_keys=True) in seen for row in heldout)
+        overlap = count_seen(heldout, rows)
         print(
-            f"held-out: {len(heldout)} tasks of split {env_args.heldout_split!r}, scored "
-            f"greedily before and after training"
+            f"held-out: {len(heldout)} tasks of split {split!r}, scored greedily before and "
+            "after training"
             + (f"; WARNING: {overlap} of them are also training tasks" if overlap else "")
         )
-    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
-    resolve_chat_template(tokenizer, env_args.chat_template)
-    for line in check_setup(tokenizer, rows, env_kwargs, template_kwargs, env_servers):
-        print(line)
+    config = env_args.check_episodes(
+        tokenizer,
+        rows,
+        training_args.max_completion_length,
+        env_servers=env_servers,
+        max_void_fraction=env_args.max_void_fraction,
+    )
     if env_args.preview_tasks:
         print(preview(tokenizer, rows, env_args.preview_tasks))
     if env_args.dry_run or env_args.preview_tasks:
@@ -156,15 +142,9 @@ def train(
         train_dataset=to_dataset(rows),
         peft_config=get_peft_config(model_args),
         rollout_func=make_rollout_func(
-            max_tokens_per_turn=env_args.max_tokens_per_turn,
-            max_turns=env_args.max_turns,
-            env_kwargs=env_kwargs,
-            env_servers=env_servers,
-            template_kwargs=template_kwargs,
+            config,
             vllm_server_model=env_args.vllm_server_model,
             rollout_engine=env_args.rollout_engine,
-            step_timeout=env_args.step_timeout,
-            max_void_fraction=env_args.max_void_fraction,
         ),
         environment_factory=TaskRowEnvironment,
         callbacks=[MetricsFile(metrics_path, resume_from_checkpoint=resume)],
@@ -175,13 +155,17 @@ def train(
     main_process = trainer.accelerator.is_main_process
     if training_args.use_vllm and main_process:
         print(f"vLLM weight sync: {trainer.vllm_generation.weight_sync}", flush=True)
-    score = heldout_scorer(heldout, tokenizer, trainer) if main_process and heldout else None
-    before = score("the starting model") if score else None
+    evaluator = HeldoutEvaluator(tokenizer, heldout) if main_process and heldout else None
+    unwrap = trainer.accelerator.unwrap_model
+    before = evaluator.outcomes(unwrap(trainer.model), "the starting model") if evaluator else None
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(training_args.output_dir)
     if main_process:
         output = Path(training_args.output_dir)
-        comparison = HeldoutComparison.of(before, score("the trained model")) if score else None
+        after = (
+            evaluator.outcomes(unwrap(trainer.model), "the trained model") if evaluator else None
+        )
+        comparison = HeldoutComparison.of(before, after) if evaluator else None
         curve = plot_reward_curve(metrics_path, output / "reward_curve.png", heldout=comparison)
         print(f"saved the model to {training_args.output_dir} and the reward curve to {curve}")
         if comparison:
@@ -192,20 +176,6 @@ def train(
                 output / env_args.heldout_summary, steps=steps, seconds=seconds
             )
             print(f"held-out comparison: {summary}")
-
-
-def heldout_scorer(
-    tasks: list[dict[str, Any]], tokenizer: Any, trainer: Any
-) -> Callable[[str], list[int]]:
-    """``(which) -> per-task greedy outcomes`` of the trainer's current model on ``tasks``."""
-    from tool_envs.integrations.trl.heldout import greedy_outcomes
-
-    def score(which: str) -> list[int]:
-        print(f"held-out: scoring {which} greedily on {len(tasks)} tasks", flush=True)
-        model = trainer.accelerator.unwrap_model(trainer.model)
-        return greedy_outcomes(model, tokenizer, tasks)
-
-    return score
 
 
 if __name__ == "__main__":

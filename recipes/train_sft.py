@@ -12,7 +12,6 @@ ends without reaching it still saves the model, but exits 1 saying so (and
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +36,6 @@ class GoldArguments(TaskArguments):
 
 def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
     import datasets
-    from transformers import AutoTokenizer
     from trl import SFTTrainer, get_peft_config
 
     from tool_envs.integrations.trl.callbacks import (
@@ -45,14 +43,11 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
         MetricsFile,
         one_line_logs,
     )
-    from tool_envs.integrations.trl.recipes import check_model_path, resolve_chat_template
     from tool_envs.rollout import RolloutConfig, RolloutEngine, gold_sft_rows
 
-    check_model_path(model_args.model_name_or_path)
-    rows = gold_args.load()  # before the model: a typo in the tasks is named at once
-    held_out = gold_args.load(gold_args.eval_split, gold_args.eval_tasks)
-    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
-    resolve_chat_template(tokenizer, gold_args.chat_template)
+    rows, held_out, tokenizer = gold_args.start(
+        model_args.model_name_or_path, heldout=(gold_args.eval_split, gold_args.eval_tasks)
+    )
     with RolloutEngine(tokenizer, None, config=RolloutConfig(max_completion_length=4096)) as engine:
         train_rows = gold_sft_rows(engine, rows)
     tokens = sum(len(row["input_ids"]) for row in train_rows)
@@ -79,14 +74,9 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
     trainer.save_model(training_args.output_dir)
     tokenizer.save_pretrained(training_args.output_dir)
     print(f"saved to {training_args.output_dir}; greedy success checks: {success.history}")
-    shortfall = success.shortfall(trainer.state.global_step)
-    summary = {
-        "steps": trainer.state.global_step,
-        "stop_at_success": gold_args.stop_at_success,
-        "reached": success.reached,
-        "checks": success.history,
-    }
-    Path(training_args.output_dir, "sft_summary.json").write_text(json.dumps(summary, indent=1))
+    steps = trainer.state.global_step
+    shortfall = success.shortfall(steps)
+    success.write_summary(Path(training_args.output_dir, "sft_summary.json"), steps)
     if shortfall:
         raise SystemExit(f"SFT stopped short of its target: {shortfall}")
 

@@ -234,8 +234,8 @@ def test_the_grpo_recipe_with_ray_env_servers_trains_as_in_process(cluster, tmp_
     calls, made = [], []
     make = trl_integration.make_rollout_func
 
-    def make_and_record(**settings):
-        made.append(make(**settings))
+    def make_and_record(*config, **settings):
+        made.append(make(*config, **settings))
         return recording(made[-1], calls)
 
     monkeypatch.setattr(trl_integration, "make_rollout_func", make_and_record)

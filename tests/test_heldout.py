@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from tool_envs.integrations.trl.heldout import (
+from tool_envs.eval.heldout import (
     HeldoutComparison,
     discordant,
     greedy_outcomes,

@@ -101,7 +101,8 @@ def test_env_ids_resolve_in_either_form_and_mistakes_are_named(own_module):
 
 
 def test_the_recipes_load_an_env_source_in_module_form_and_name_a_typo(own_module):
-    from tool_envs.integrations.trl.recipes import TaskArguments, check_setup, load_task_sources
+    from tool_envs.data import load_task_sources
+    from tool_envs.integrations.trl.recipes import TaskArguments, check_setup
 
     rows = load_task_sources(["unitconv:unitconv/UnitConv-v0"], "train")
     assert len(rows) == 120 and {r["env_id"] for r in rows} == {"unitconv:unitconv/UnitConv-v0"}

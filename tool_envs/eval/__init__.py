@@ -6,7 +6,9 @@
     result.summary["overall"]["pass_hat_k"]
 
 The command line is ``tool-envs eval`` (and ``tool-envs check <env id>``); ``metrics`` holds
-the pure pass@k / pass^k estimators.
+the pure pass@k / pass^k estimators. ``heldout`` scores a local (transformers) model greedily
+on held-out tasks, for the training recipes: periodic checks, and a before/after comparison
+with McNemar's exact test.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ _LAZY = {
     "pass_at_k": "tool_envs.eval.metrics",
     "pass_hat_k": "tool_envs.eval.metrics",
     "summarize": "tool_envs.eval.metrics",
+    "HeldoutComparison": "tool_envs.eval.heldout",
+    "HeldoutEvaluator": "tool_envs.eval.heldout",
+    "mcnemar_exact": "tool_envs.eval.heldout",
     "check_env_id": "tool_envs.eval.check",
     "eval_command": "tool_envs.eval.commands",
     "check_command": "tool_envs.eval.commands",
@@ -39,6 +44,9 @@ if TYPE_CHECKING:
     from tool_envs.eval.check import check_env_id as check_env_id
     from tool_envs.eval.commands import check_command as check_command
     from tool_envs.eval.commands import eval_command as eval_command
+    from tool_envs.eval.heldout import HeldoutComparison as HeldoutComparison
+    from tool_envs.eval.heldout import HeldoutEvaluator as HeldoutEvaluator
+    from tool_envs.eval.heldout import mcnemar_exact as mcnemar_exact
     from tool_envs.eval.metrics import pass_at_k as pass_at_k
     from tool_envs.eval.metrics import pass_hat_k as pass_hat_k
     from tool_envs.eval.metrics import summarize as summarize

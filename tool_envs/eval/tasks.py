@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 
 import tool_envs
+from tool_envs.data import load_task_sources
 from tool_envs.eval.agents import EvalError
 from tool_envs.registration import registered_id, resolve_env_id
 
@@ -61,8 +62,6 @@ def load_eval_tasks(
     A source is a registered env id (its own ``split``) or a dataset source (folder, files, Hub
     id) whose rows are routed by their ``env_id``. ``limit`` keeps the first tasks of each source.
     """
-    from tool_envs.integrations.trl.recipes import load_task_sources
-
     if limit is not None and limit < 1:
         raise EvalError(f"limit must be at least 1, got {limit}")
     grouped: dict[str, list[EvalTask]] = {}

@@ -13,7 +13,7 @@ from typing import Any
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-from tool_envs.integrations.trl.heldout import EVAL_CONFIG, HeldoutComparison, greedy_outcomes
+from tool_envs.eval.heldout import HeldoutComparison, HeldoutEvaluator
 from tool_envs.rollout.engine import RolloutConfig
 
 
@@ -153,19 +153,13 @@ def one_line_logs(trainer: Any) -> None:
         trainer.add_callback(_BarOnly())
 
 
-def greedy_success(
-    model: Any, tokenizer: Any, tasks: Sequence[Mapping[str, Any]], config: RolloutConfig
-) -> float:
-    """Share of ``tasks`` the model solves with greedy decoding."""
-    outcomes = greedy_outcomes(model, tokenizer, tasks, config)
-    return sum(outcomes) / max(len(outcomes), 1)
-
-
 class EnvSuccessCallback(TrainerCallback):
     """Measures greedy success on held-out tasks every ``every_steps``; can stop training early.
 
     SFT warm starts for RL should stop mid-learning (a fully trained policy leaves GRPO groups
     with equal rewards and nothing to learn), so ``stop_at`` ends training once success reaches it.
+    The checks are :class:`~tool_envs.eval.heldout.HeldoutEvaluator`'s, as the GRPO recipe's
+    before/after comparison; :meth:`write_summary` records them (``sft_summary.json``).
     """
 
     def __init__(
@@ -177,17 +171,16 @@ class EnvSuccessCallback(TrainerCallback):
         stop_at: float | None = None,
         config: RolloutConfig | None = None,
     ):
-        self.tokenizer = tokenizer
-        self.tasks = list(tasks)
+        self.evaluator = HeldoutEvaluator(tokenizer, tasks, config)
+        self.tasks = self.evaluator.tasks
         self.every_steps = every_steps
         self.stop_at = stop_at
-        self.config = config or EVAL_CONFIG
         self.history: list[tuple[int, float]] = []
 
     def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any):
         if model is None or state.global_step % self.every_steps:
             return control
-        success = greedy_success(model, self.tokenizer, self.tasks, self.config)
+        success = self.evaluator.success(model)
         self.history.append((state.global_step, success))
         print(
             f"step {state.global_step}: greedy success on {len(self.tasks)} tasks = {success:.2f}"
@@ -217,6 +210,18 @@ class EnvSuccessCallback(TrainerCallback):
             f"tasks within {steps} steps (best {best:.2f} at step {best_step}). The saved model "
             f"is not the warm start asked for: raise max_steps or change the seed."
         )
+
+    def write_summary(self, path: str | os.PathLike[str], steps: int) -> Path:
+        """The checks as JSON: ``steps``, ``stop_at_success``, ``reached`` and ``checks``."""
+        summary = {
+            "steps": steps,
+            "stop_at_success": self.stop_at,
+            "reached": self.reached,
+            "checks": self.history,
+        }
+        path = Path(path)
+        path.write_text(json.dumps(summary, indent=1))
+        return path
 
 
 def plot_reward_curve(

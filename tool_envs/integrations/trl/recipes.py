@@ -1,4 +1,7 @@
-"""What the training recipes share: task sources, chat templates, and the dry-run checks."""
+"""What the training recipes share: their arguments, the prelude each runs before it builds a
+trainer (:meth:`TaskArguments.start`, then :meth:`EpisodeArguments.check_episodes` for the GRPO
+recipes), chat templates, and the dry-run checks.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from typing import Any
 import gymnasium as gym
 
 import tool_envs
-from tool_envs.data import encode_row, load_tasks
+from tool_envs.data import encode_row, load_task_sources
 from tool_envs.errors import EnvConfigError, TaskRowError
 from tool_envs.registration import (
     env_id_of_source,
@@ -26,6 +29,7 @@ from tool_envs.registration import (
     registered_id,
     resolve_env_id,
 )
+from tool_envs.rollout.engine import RolloutConfig
 from tool_envs.rollout.template_check import check_chat_template
 
 gym.register_envs(tool_envs)
@@ -58,6 +62,24 @@ class TaskArguments:
                 check_model_path(source, option="tasks", what="the task set")
         count = limit if limit is not None else self.max_tasks
         return load_task_sources(self.tasks, split or self.task_split, count, where)
+
+    def start(
+        self, model_name_or_path: str, heldout: tuple[str, int] | None = None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Any]:
+        """The prelude of every recipe: ``(rows, heldout rows, tokenizer)``.
+
+        The tasks are loaded before the tokenizer, so a typo in them is named at once; the
+        tokenizer gets ``chat_template``. ``heldout`` is ``(split, count)`` of the same task
+        sources (none: no held-out rows).
+        """
+        from transformers import AutoTokenizer
+
+        check_model_path(model_name_or_path)
+        rows = self.load()
+        held_out = self.load(*heldout) if heldout else []
+        tokenizer = AutoTokenizer.from_pretrained(model_name_or_path)
+        resolve_chat_template(tokenizer, self.chat_template)
+        return rows, held_out, tokenizer
 
 
 @dataclass
@@ -93,6 +115,39 @@ class EpisodeArguments(TaskArguments):
         },
     )
 
+    def check_episodes(
+        self,
+        tokenizer: Any,
+        rows: Sequence[Mapping[str, Any]],
+        max_completion_length: int,
+        env_servers: Mapping[str, Any] | None = None,
+        **settings: Any,
+    ) -> RolloutConfig:
+        """Check that the episodes of ``rows`` can run (:func:`check_setup`, a line printed per
+        env) and return their :class:`RolloutConfig` (``settings``: more of its fields).
+
+        ``env_servers``: the run's servers (:func:`run_env_servers`: the given ones and those
+        started on Ray); default the ``env_servers`` option alone."""
+        env_kwargs = parse_json_argument("env_kwargs", self.env_kwargs)
+        if env_servers is None:
+            env_servers = parse_json_argument("env_servers", self.env_servers)
+        template_kwargs = parse_json_argument("template_kwargs", self.template_kwargs)
+        for line in check_setup(tokenizer, rows, env_kwargs, template_kwargs, env_servers):
+            print(line)
+        try:
+            return RolloutConfig(
+                max_completion_length=max_completion_length,
+                max_tokens_per_turn=self.max_tokens_per_turn,
+                max_turns=self.max_turns,
+                env_kwargs=env_kwargs,
+                env_servers=env_servers,
+                template_kwargs=template_kwargs,
+                step_timeout=self.step_timeout,
+                **settings,
+            )
+        except ValueError as exc:  # a rule across options: one line, as for any bad input
+            raise EnvConfigError(str(exc)) from exc
+
 
 @contextmanager
 def run_env_servers(env_args: EpisodeArguments) -> Iterator[dict[str, Any]]:
@@ -115,51 +170,6 @@ def run_env_servers(env_args: EpisodeArguments) -> Iterator[dict[str, Any]]:
         servers.watch()  # the engines' pools follow a server restarted at a new address
         print(f"env servers on Ray: {json.dumps(servers.urls)}", flush=True)
         yield {**env_servers, **servers.urls}
-
-
-def load_task_sources(
-    sources: Sequence[str],
-    split: str,
-    limit: int | None = None,
-    where: Mapping[str, Any] | None = None,
-) -> list[dict[str, Any]]:
-    """Rows from each source, concatenated (mixed envs allowed).
-
-    A source is an env id (its own task set; ``split`` picks train or test where the env ships
-    splits; ``module:namespace/Name-vN`` imports the module that registers it first, and its
-    rows carry that form so worker processes import it too), or anything
-    :func:`tool_envs.data.load_tasks` reads: a dataset folder, data files, or a Hub id.
-    ``where`` keeps rows whose ``extra_info`` has those values (a list value means any of
-    them), e.g. ``{"difficulty": [1, 2]}``.
-    """
-    rows: list[dict[str, Any]] = []
-    for source in sources:
-        if env_id_of_source(source) is not None:
-            rows.extend(_env_tasks(source, split))
-        else:
-            rows.extend(load_tasks(source, split=split))
-    for key, wanted in (where or {}).items():
-        allowed = wanted if isinstance(wanted, list) else [wanted]
-        rows = [row for row in rows if row["extra_info"].get(key) in allowed]
-    if not rows:
-        raise EnvConfigError(
-            f"no task rows in {list(sources)} (split {split!r}, where {dict(where or {})})"
-        )
-    return rows[:limit] if limit is not None else rows
-
-
-def _env_tasks(env_id: str, split: str) -> list[dict[str, Any]]:
-    env = gym.make(env_id)
-    try:
-        available = env.unwrapped.task_splits()
-        if split not in available:
-            raise EnvConfigError(f"{env_id} has no split {split!r}; it has {sorted(available)}")
-        rows = load_tasks(list(available[split]))
-    finally:
-        env.close()
-    if ":" in env_id:  # the module that registers the env travels with each row
-        rows = [{**row, "env_id": env_id} for row in rows]
-    return rows
 
 
 def quiet_console() -> None:

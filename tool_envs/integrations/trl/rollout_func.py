@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -27,19 +28,12 @@ BackendFactory = Callable[[Any], GenerationBackend]
 
 
 def make_rollout_func(
+    config: RolloutConfig | None = None,
     *,
-    max_tokens_per_turn: int = 256,
-    max_turns: int | None = None,
-    env_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
-    env_servers: Mapping[str, str | Sequence[str]] | None = None,
-    env_workers: int | None = None,
-    chat_template: str | None = None,
-    template_kwargs: Mapping[str, Any] | None = None,
     backend_factory: BackendFactory | None = None,
     vllm_server_model: str | None = None,
     rollout_engine: str = "auto",
-    step_timeout: float | None = 600.0,
-    max_void_fraction: float = 0.5,
+    **settings: Any,
 ) -> RolloutFunc:
     """Build a ``rollout_func`` for GRPOTrainer (with ``environment_factory=TaskRowEnvironment``).
 
@@ -56,14 +50,12 @@ def make_rollout_func(
     counted in ``env/void_rate`` and ``env/void/<cause>``.
 
     Args:
-        max_tokens_per_turn: Cap on one policy turn.
-        max_turns: Assistant turns per episode (None: each env's registered limit).
-        env_kwargs: Constructor arguments per env id.
-        env_servers: Env id -> ``tool-envs serve`` URL(s): those envs run on the servers
-            (see :class:`~tool_envs.rollout.engine.RolloutConfig`).
-        env_workers: Most env steps at once (None: one per live episode).
-        chat_template: Template to use instead of the tokenizer's.
-        template_kwargs: Extra template variables.
+        config: Budgets and env settings of the episodes
+            (:class:`~tool_envs.rollout.engine.RolloutConfig`: ``max_tokens_per_turn``,
+            ``max_turns``, ``env_kwargs``, ``env_servers``, ``step_timeout``,
+            ``max_void_fraction``, ...); the recipes build it from their arguments
+            (``EpisodeArguments.check_episodes``). Its ``max_completion_length`` is replaced by
+            the trainer's.
         backend_factory: ``trainer -> GenerationBackend``; default: transformers generation with
             the trainer's model, or vLLM when ``use_vllm`` (colocate: the trainer's ``vllm.LLM``;
             server: one HTTP client per process, so ranks never wait on each other per turn).
@@ -73,9 +65,8 @@ def make_rollout_func(
             episode sends its next request as soon as its env step returns; needs a server
             backend) or ``"auto"``: async for a server backend (vLLM server mode), lockstep for
             colocated vLLM and transformers generation.
-        step_timeout: Seconds an env step may take before its episode is void (None: no limit).
-        max_void_fraction: A batch with more void episodes than this fraction raises
-            :class:`~tool_envs.rollout.engine.RolloutVoidError` instead of training on the rest.
+        **settings: ``RolloutConfig`` fields set on top of ``config``, e.g.
+            ``make_rollout_func(max_tokens_per_turn=256)``.
 
     TRL's sampling options reach every turn: ``temperature``, ``top_p``, ``top_k``, ``min_p``,
     ``repetition_penalty`` and ``generation_kwargs`` (see :func:`sampling_settings`); settings
@@ -86,17 +77,17 @@ def make_rollout_func(
     """
     if rollout_engine not in ENGINES:
         raise ValueError(f"rollout_engine must be one of {ENGINES}, got {rollout_engine!r}")
-    settings = {
-        "max_tokens_per_turn": max_tokens_per_turn,
-        "max_turns": max_turns,
-        "env_kwargs": dict(env_kwargs or {}),
-        "env_servers": dict(env_servers or {}),
-        "env_workers": env_workers,
-        "chat_template": chat_template,
-        "template_kwargs": dict(template_kwargs or {}),
-        "step_timeout": step_timeout,
-        "max_void_fraction": max_void_fraction,
-    }
+    fields = {f.name for f in dataclasses.fields(RolloutConfig)} - {"max_completion_length"}
+    unknown = sorted(set(settings) - fields)
+    if unknown:
+        raise TypeError(
+            f"make_rollout_func() got unexpected settings {unknown}; it takes the fields of "
+            f"RolloutConfig except max_completion_length (the trainer's): {sorted(fields)}"
+        )
+    for name in ("env_kwargs", "env_servers", "template_kwargs"):  # None: none, as before
+        if name in settings and settings[name] is None:
+            settings[name] = {}
+    config = dataclasses.replace(config or RolloutConfig(), **settings)
     state: dict[str, EpisodeRunner] = {}
 
     def default_factory(trainer: Any) -> GenerationBackend:
@@ -105,7 +96,7 @@ def make_rollout_func(
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
         if "engine" not in state:
             state["engine"] = _build_engine(
-                trainer, settings, backend_factory or default_factory, rollout_engine
+                trainer, config, backend_factory or default_factory, rollout_engine
             )
         engine = state["engine"]
         rows = task_rows_of(trainer, prompts)
@@ -155,13 +146,13 @@ def engine_awake(trainer: Any) -> Iterator[None]:
 
 
 def _build_engine(
-    trainer: Any, settings: dict[str, Any], backend_factory: BackendFactory, kind: str
+    trainer: Any, config: RolloutConfig, backend_factory: BackendFactory, kind: str
 ) -> EpisodeRunner:
     args = trainer.args
     tokenizer = trainer.processing_class
     sampling = sampling_settings(args, stop_token_ids=_stop_ids(tokenizer, trainer))
     backend = backend_factory(trainer)
-    config = RolloutConfig(max_completion_length=args.max_completion_length, **settings)
+    config = dataclasses.replace(config, max_completion_length=args.max_completion_length)
     is_server = isinstance(backend, AsyncGenerationBackend)
     if kind == "async" and not is_server:
         raise ValueError(

@@ -1,4 +1,9 @@
-"""Greedy success on held-out tasks before and after training, with an exact McNemar test.
+"""Greedy success of a local model on held-out tasks: the one answer to "how good is it?".
+
+Both training recipes ask it. The SFT recipe checks it every few steps and stops once a target
+is reached (a warm start for RL should stop mid-learning); the GRPO recipe scores the model
+before and after training on the same tasks. Both use :class:`HeldoutEvaluator`, with the same
+budgets, so the SFT recipe's last check and the GRPO recipe's "before" measure the same thing.
 
 A reward curve of sampled rollouts is noisy and can rise while the greedy policy stays where it
 was (sampling sharpens toward what greedy already does). What a user wants to know is whether
@@ -21,7 +26,17 @@ from tool_envs.rollout.backends.base import SamplingSettings
 from tool_envs.rollout.backends.hf import TransformersBackend
 from tool_envs.rollout.engine import RolloutConfig, RolloutEngine
 
-# The budgets of the SFT stop check (EnvSuccessCallback), so "before" matches what it measured.
+__all__ = [
+    "EVAL_CONFIG",
+    "HeldoutComparison",
+    "HeldoutEvaluator",
+    "count_seen",
+    "discordant",
+    "greedy_outcomes",
+    "mcnemar_exact",
+]
+
+# Short budgets: a held-out check runs in the middle of training, on every task, greedily.
 EVAL_CONFIG = RolloutConfig(max_completion_length=256, max_tokens_per_turn=64)
 
 
@@ -44,6 +59,41 @@ def greedy_outcomes(
     finally:
         model.train(was_training)
     return [int(bool(rollout.success)) for rollout in rollouts]
+
+
+def count_seen(tasks: Sequence[Mapping[str, Any]], seen: Sequence[Mapping[str, Any]]) -> int:
+    """How many of ``tasks`` have the prompt of a row in ``seen`` (held out only in name)."""
+    prompts = {json.dumps(row["prompt"], sort_keys=True) for row in seen}
+    return sum(json.dumps(row["prompt"], sort_keys=True) in prompts for row in tasks)
+
+
+class HeldoutEvaluator:
+    """A fixed list of held-out tasks, scored greedily for any model given to it.
+
+    The tasks and budgets are fixed when it is made, so every score it gives (a periodic check,
+    a before/after pair) is on the same footing and can be compared or paired.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        tasks: Sequence[Mapping[str, Any]],
+        config: RolloutConfig | None = None,
+    ):
+        self.tokenizer = tokenizer
+        self.tasks = list(tasks)
+        self.config = config or EVAL_CONFIG
+
+    def outcomes(self, model: Any, which: str | None = None) -> list[int]:
+        """Per-task greedy outcomes of ``model``; with ``which``, says what is being scored."""
+        if which:
+            print(f"held-out: scoring {which} greedily on {len(self.tasks)} tasks", flush=True)
+        return greedy_outcomes(model, self.tokenizer, self.tasks, self.config)
+
+    def success(self, model: Any) -> float:
+        """Share of the tasks ``model`` solves greedily."""
+        outcomes = self.outcomes(model)
+        return sum(outcomes) / max(len(outcomes), 1)
 
 
 def mcnemar_exact(b: int, c: int) -> float:
