@@ -848,6 +848,7 @@ TASKS = TaskSource(
     weights=CATEGORY_WEIGHTS,
     categories=_CATEGORIES,
     finish=_finish,
+    subject_of=lambda draft: draft.subject["user_id"],
 )
 """Retail's tasks; ``extra_info["tags"]`` names the write tools a task uses, ``multi_step``,
 ``multi_item``, ``refusal``, ``transfer``, ``info``, ``declined`` and ``outputs``."""
