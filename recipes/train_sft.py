@@ -44,6 +44,7 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
         one_line_logs,
     )
     from tool_envs.rollout import RolloutConfig, RolloutEngine, gold_sft_rows
+    from tool_envs.rollout.sft import check_fits
 
     rows, held_out, tokenizer = gold_args.start(
         model_args.model_name_or_path, heldout=(gold_args.eval_split, gold_args.eval_tasks)
@@ -52,6 +53,10 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
         train_rows = gold_sft_rows(engine, rows)
     tokens = sum(len(row["input_ids"]) for row in train_rows)
     print(f"{len(train_rows)} gold trajectories, {tokens} tokens")
+    try:
+        check_fits(train_rows, training_args.max_length)  # TRL would cut them, silently
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
 
     resume = training_args.resume_from_checkpoint
     training_args.assistant_only_loss = False  # the masks are already in the rows

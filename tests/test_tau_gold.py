@@ -92,3 +92,34 @@ def test_each_change_follows_the_users_yes_and_the_user_speaks_between_turns(dom
         if policy_turns >= 3 and "user" in roles[first:last]:
             multi_turn += 1
     assert multi_turn >= 0.9 * len(tasks)
+
+
+def test_episode_masks_cover_the_policys_turns_and_never_the_users(tmp_path):
+    """The tokens GRPO and SFT train on are the agent's turns: over user replies and tool
+    results between them the mask is 0, so a multi-turn tau episode teaches no user lines."""
+    from tool_envs.rollout.engine import RolloutConfig, RolloutEngine
+    from tool_envs.rollout.sft import gold_scripts
+    from tool_envs.tiny_models import build_tokenizer, env_texts
+
+    tokenizer = build_tokenizer(env_texts("tool_envs/TauRetail-v0", limit=100))
+    tasks = gym.make("tool_envs/TauRetail-v0").unwrapped.task_splits()["test"][:12]
+    scripts = gold_scripts(tasks)
+    config = RolloutConfig(max_completion_length=16384, max_tokens_per_turn=4096)
+    with RolloutEngine(tokenizer, None, config=config) as engine:
+        rollouts = engine.run(tasks, scripts=scripts)
+    for rollout, turns in zip(rollouts, scripts, strict=True):
+        assert rollout.success
+        runs: list[tuple[int, list[int]]] = []  # (mask, tokens) of each stretch
+        for token, mask in zip(rollout.completion_ids, rollout.env_mask, strict=True):
+            if runs and runs[-1][0] == mask:
+                runs[-1][1].append(token)
+            else:
+                runs.append((mask, [token]))
+        policy = [tokenizer.decode(ids) for mask, ids in runs if mask == 1]
+        others = "".join(tokenizer.decode(ids) for mask, ids in runs if mask == 0)
+        assert [text.removesuffix("<|im_end|>").strip() for text in policy] == turns
+        # The user's replies between the agent's turns (the goodbye ends the episode: untokenized)
+        users = [m["content"] for m in rollout.messages[2:-1] if m["role"] == "user"]
+        assert users  # the answer to the first question at least
+        for line in users:
+            assert line in others and not any(line in text for text in policy)

@@ -93,3 +93,43 @@ def test_bad_requests_are_refused_by_name_and_write_nothing(tmp_path, capsys, ar
     assert code == 2
     assert message in capsys.readouterr().err
     assert not folder.exists()
+
+
+def test_the_compact_prompt_keeps_the_env_and_its_reward(tmp_path):
+    """``--prompt compact``: the rows' system prompt is the compact policy, far shorter; the same
+    gold still solves the same tasks in the unchanged env."""
+    from tool_envs.tau.task_set import compact_policy
+
+    full = write_task_set(tmp_path / "full", "retail", {"train": 8}, categories=["cancel"])
+    compact = write_task_set(
+        tmp_path / "compact", "retail", {"train": 8}, categories=["cancel"], prompt="compact"
+    )
+    full_rows, compact_rows = load_tasks(full, split="train"), load_tasks(compact, split="train")
+    env = gym.make("tool_envs/TauRetail-v0").unwrapped
+    for row, short in zip(full_rows, compact_rows, strict=True):
+        assert short["prompt"][0]["content"] == compact_policy("retail")
+        assert len(short["prompt"][0]["content"]) < 0.4 * len(row["prompt"][0]["content"])
+        assert short["prompt"][1:] == row["prompt"][1:]
+        assert short["reward_spec"] == row["reward_spec"]
+        env.reset(options={"task": short})
+        for turn in env.gold_turns(short):
+            _, reward, terminated, _, _ = env.step(turn)
+        assert terminated and reward == 1.0
+    env.close()
+    with pytest.raises(ValueError, match="the airline domain has no compact policy"):
+        compact_policy("airline")
+
+
+def test_sft_refuses_gold_rows_longer_than_max_length():
+    """TRL would cut them, and drop rows the cut leaves without an assistant token, silently."""
+    from tool_envs.rollout.sft import check_fits
+
+    rows = [{"input_ids": [1] * 900}, {"input_ids": [1] * 2600}, {"input_ids": [1] * 3000}]
+    check_fits(rows, None)
+    check_fits(rows, 3000)
+    with pytest.raises(
+        ValueError, match="2 of 3 gold trajectories are longer than max_length=1024"
+    ):
+        check_fits(rows, 1024)
+    with pytest.raises(ValueError, match="set max_length to at least 3000"):
+        check_fits(rows, 2999)

@@ -62,6 +62,13 @@ def _add_tau_tasks_parser(commands: Any) -> None:
         default=0.2,
         help="share of the customers kept for the held-out splits (default 0.2)",
     )
+    tasks.add_argument(
+        "--prompt",
+        choices=("full", "compact"),
+        default="full",
+        help="the rows' system prompt: the domain's policy, or its compact wording of the same "
+        "rules (for small models; the env, its rules and reward are the same)",
+    )
     tasks.add_argument("--seed", type=int, default=0)
 
 
@@ -78,6 +85,7 @@ def _tau_tasks_command(args: Any) -> int:
             categories=args.category,
             heldout_splits=heldout,
             heldout_share=args.heldout_share,
+            prompt=args.prompt,
             seed=args.seed,
         )
     except (ValueError, RuntimeError) as exc:
@@ -304,6 +312,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     tiny.add_argument("--template", default="compact", help="'compact' or a TRL template name")
     tiny.add_argument("--layers", type=int, default=4)
     tiny.add_argument("--hidden", type=int, default=128)
+    tiny.add_argument(
+        "--vocab-size", type=int, default=512, help="BPE vocabulary (larger: shorter prompts)"
+    )
     tiny.add_argument("--seed", type=int, default=0)
     tasks = commands.add_parser(
         "calculator-tasks", help="write a generated Calculator-v0 task set of any size (offline)"
@@ -364,6 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 template=args.template,
                 num_layers=args.layers,
                 hidden_size=args.hidden,
+                vocab_size=args.vocab_size,
                 seed=args.seed,
             )
         except ToolEnvsError as exc:

@@ -165,11 +165,18 @@ def env_texts(env_id: str, limit: int = 1000) -> list[str]:
 
 
 def build_tiny_model_for_env(
-    env_id: str, folder: str | Path, *, template: str = "compact", **model_kwargs: Any
+    env_id: str,
+    folder: str | Path,
+    *,
+    template: str = "compact",
+    vocab_size: int = 512,
+    **model_kwargs: Any,
 ) -> Path:
     """A tiny model whose tokenizer is trained on ``env_id``'s texts, saved to ``folder``.
 
     ``env_id`` may be Gymnasium's ``module:namespace/Name-vN`` (the module is imported first).
+    A larger ``vocab_size`` shortens long prompts (a tau policy) at the cost of a larger
+    embedding and output layer.
     """
     from tool_envs.registration import resolve_env_id
 
@@ -177,9 +184,11 @@ def build_tiny_model_for_env(
     chat_template = COMPACT_CHAT_TEMPLATE if template == "compact" else trl_chat_template(template)
     texts = env_texts(env_id)
     # Rendered conversations teach the tokenizer the template's own text (tool lists, markup).
-    draft = build_tokenizer(texts, chat_template=chat_template)
+    draft = build_tokenizer(texts, vocab_size=vocab_size, chat_template=chat_template)
     texts += _rendered_examples(env_id, draft, count=50)
-    return build_tiny_model(folder, texts, chat_template=chat_template, **model_kwargs)
+    return build_tiny_model(
+        folder, texts, chat_template=chat_template, vocab_size=vocab_size, **model_kwargs
+    )
 
 
 def _rendered_examples(env_id: str, tokenizer: Any, count: int) -> list[str]:
@@ -205,11 +214,12 @@ def build_tiny_model(
     texts: Iterable[str],
     *,
     chat_template: str | None = None,
+    vocab_size: int = 512,
     **model_kwargs: Any,
 ) -> Path:
     """Build tokenizer + model from ``texts`` and save both to ``folder``; return the folder."""
     folder = Path(folder)
-    tokenizer = build_tokenizer(texts, chat_template=chat_template)
+    tokenizer = build_tokenizer(texts, vocab_size=vocab_size, chat_template=chat_template)
     model = build_model(tokenizer, **model_kwargs)
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)

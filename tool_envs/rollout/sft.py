@@ -54,3 +54,23 @@ def gold_sft_rows(engine: RolloutEngine, tasks: Sequence[Mapping[str, Any]]) -> 
             f"{len(failed)} gold trajectories did not solve their task, e.g. {failed[0]}"
         )
     return sft_rows(rollouts)
+
+
+def check_fits(rows: Sequence[Mapping[str, list[int]]], max_length: int | None) -> None:
+    """Refuse gold rows longer than SFT's ``max_length`` instead of letting TRL cut them.
+
+    TRL truncates each row to ``max_length`` and then drops rows left without an assistant
+    token, without a word: a tau episode (a ~2,500-token policy prompt with a tiny tokenizer)
+    is over ``SFTConfig``'s default of 1,024, so every row vanished and training failed on an
+    empty dataset, and shorter cuts would silently train on half-episodes.
+    """
+    if max_length is None or not rows:
+        return
+    longest = max(len(row["input_ids"]) for row in rows)
+    too_long = sum(len(row["input_ids"]) > max_length for row in rows)
+    if too_long:
+        raise ValueError(
+            f"{too_long} of {len(rows)} gold trajectories are longer than max_length={max_length} "
+            f"tokens (the longest has {longest}); set max_length to at least {longest}, or to "
+            "null, in the SFT config"
+        )

@@ -146,6 +146,7 @@ class TaskSource(Generic[C]):
         categories: Sequence[str] | None = None,
         heldout_splits: Collection[str] = (),
         heldout_share: float = 0.2,
+        policy: str | None = None,
     ) -> dict[str, list[dict[str, Any]]]:
         """Task rows per split (default :attr:`sizes`); no task is in two splits.
 
@@ -153,6 +154,8 @@ class TaskSource(Generic[C]):
         :attr:`weights`; the rows of a split are shuffled; a task's ``extra_info`` names its
         split, category and tags. With ``heldout_splits``, customers whose hashed id falls in
         ``heldout_share`` are the only ones in those splits and never appear in the others.
+        ``policy`` replaces :attr:`policy` as the rows' system prompt (a shorter wording of the
+        same rules: the env's tools, rules and reward do not depend on it).
         """
         weights = self._weights(categories)
         pools = self._pools(sizes or self.sizes, heldout_splits, heldout_share)
@@ -167,7 +170,7 @@ class TaskSource(Generic[C]):
                 drawn += self._draw(rng, ctx, category, quota, seen, in_pool)
             rng.shuffle(drawn)
             splits[split] = [
-                self._row(split, number, category, finished)
+                self._row(split, number, category, finished, policy or self.policy)
                 for number, (category, finished) in enumerate(drawn)
             ]
         return splits
@@ -252,13 +255,15 @@ class TaskSource(Generic[C]):
             drawn.append((category, accepted))
         return drawn
 
-    def _row(self, split: str, number: int, category: str, finished: Finished) -> dict[str, Any]:
+    def _row(
+        self, split: str, number: int, category: str, finished: Finished, policy: str
+    ) -> dict[str, Any]:
         scenario, actions, outputs, tags = finished
         return tau_task_row(
             env_id=self.env_id,
             domain=self.domain,
             task_id=f"{self.domain}-{split}-{number:04d}",
-            policy=self.policy,
+            policy=policy,
             scenario=scenario,
             actions=actions,
             outputs=outputs,
