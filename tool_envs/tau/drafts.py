@@ -85,7 +85,7 @@ class TaskWriter:
 
     Attributes:
         writes: Names of the tools that change the database.
-        confirm_rule: Told to a user who will be asked to confirm a write.
+        confirm_rule: Told to a user who will be asked to confirm a write ('' tells nothing).
         join: Joins two values the user knows for one field ('#W1 and #W2').
         join_by_key: Another joiner for some fields.
     """
@@ -135,7 +135,7 @@ class TaskWriter:
             tags.append("outputs")
             if any(a["name"] == "transfer_to_human_agents" for a in actions):
                 raise AssertionError("a task that ends with a transfer cannot require outputs")
-        if draft.confirm and any(a["name"] in self.writes for a in actions):
+        if self.confirm_rule and draft.confirm and any(a["name"] in self.writes for a in actions):
             instructions.append(self.confirm_rule)
         if identity and identity.instruction:
             instructions.append(identity.instruction)
