@@ -1,5 +1,6 @@
-"""Helpers the tau domain test files share: write a tool-call turn, read gold actions, play
-assistant turns through an env to the end of the episode."""
+"""Helpers the tau domain test files share: write a tool-call turn, read gold actions, the
+``env`` and ``tools`` fixtures, an expected tool error, play assistant turns through an env to
+the end of the episode."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import json
 import runpy
 import time
 from pathlib import Path
+
+import pytest
 
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.core.tools import Toolset
@@ -40,6 +43,38 @@ def tool_runner(domain):
     return run
 
 
+def shipped(domain):
+    """The domain's shipped splits, all their rows, and its base tables."""
+    splits = domain.load_splits()
+    return splits, [row for rows in splits.values() for row in rows], domain.load_tables()
+
+
+def writes_in(write_tools):
+    """``has_write(task)``: whether the task's gold calls one of ``write_tools``."""
+    return lambda task: any(a["name"] in write_tools for a in actions_of(task))
+
+
+def fixtures(make_env, domain):
+    """The fixtures ``env`` (``make_env()`` once for the module, then closed) and ``tools``
+    (:func:`tool_runner` over a fresh episode database per test)."""
+
+    @pytest.fixture(scope="module", name="env")
+    def env():
+        environment = make_env()
+        yield environment
+        environment.close()
+
+    return env, pytest.fixture(name="tools")(lambda: tool_runner(domain))
+
+
+def fails(tools, name, message, **arguments):
+    """The call is an error message that says ``message``, and it changed nothing."""
+    before = tools.db.hash()
+    result = tools(name, **arguments)
+    assert result.startswith("Error: ") and message in result, result
+    assert tools.db.hash() == before, "a failed write changed the database"
+
+
 def play(env, task, turns):
     """Play assistant turns; return (reward, info, tool results) when the episode ends."""
     env.reset(options={"task": task})
@@ -51,6 +86,40 @@ def play(env, task, turns):
             assert number == len(turns), "the episode ended before the last turn"
             return reward, info, results
     raise AssertionError("the episode did not end")
+
+
+def one_write_each(tasks, write_tools):
+    """``(number, task, position)`` for each task with a write: the position of the write to
+    change, a different one from task to task."""
+    for number, task in enumerate(tasks):
+        writes = [i for i, a in enumerate(actions_of(task)) if a["name"] in write_tools]
+        if writes:
+            yield number, task, writes[number % len(writes)]
+
+
+def turns_of(actions, outputs):
+    """Assistant turns that make ``actions``, then state ``outputs`` (unless a transfer ends
+    the episode first)."""
+    turns = [call(a["name"], **a["arguments"]) for a in actions]
+    if not any(a["name"] == "transfer_to_human_agents" for a in actions):
+        turns.append("All done. For your information: " + "; ".join(outputs) + ".")
+    return turns
+
+
+def check_changed_write_loses(env, tasks, write_tools, perturb):
+    """Playing a task's gold with one argument of one write changed (``perturb(action, key)``,
+    the key drawn in turn) loses the reward on the database; returns how many were played."""
+    checked = 0
+    for number, task, position in one_write_each(tasks, write_tools):
+        keys = sorted(actions_of(task)[position]["arguments"])
+        actions = list(actions_of(task))
+        actions[position] = perturb(actions[position], keys[number % len(keys)])
+        spec = parse_reward_spec(task["reward_spec"])
+        reward, info, _ = play(env, task, turns_of(actions, spec.outputs))
+        assert reward == 0.0, (task["extra_info"]["id"], actions[position])
+        assert info["reward_info"]["db_match"] is False
+        checked += 1
+    return checked
 
 
 # The checks below are the same for every tau domain; each domain's test file calls them with

@@ -10,27 +10,22 @@ import re
 import statistics
 import time
 from collections import Counter
-from pathlib import Path
 
-import pytest
 from tau_domain_checks import (
     actions_of,
     call,
-    play,
-    tool_runner,
+    check_changed_write_loses,
+    fails,
+    fixtures,
+    shipped,
+    writes_in,
 )
 from tau_helpers import customer_server
 
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.core.tools import Toolset
 from tool_envs.tau.db import Database
-from tool_envs.tau.domains.doordash import (
-    DOMAIN,
-    ENV_ID,
-    TauDoordashEnv,
-    default_splits,
-    load_tables,
-)
+from tool_envs.tau.domains.doordash import DOMAIN, ENV_ID, TauDoordashEnv
 from tool_envs.tau.domains.doordash.data import (
     CITY_NAMES,
     delivered_minutes_ago,
@@ -44,13 +39,9 @@ from tool_envs.tau.domains.doordash.tools import (
     order_credits,
     recent_credits,
 )
-from tool_envs.tau.task import parse_reward_spec
 from tool_envs.tau.users.base import STOP
 
-REPO = Path(__file__).resolve().parents[1]
-SPLITS = default_splits()
-ALL_TASKS = [row for rows in SPLITS.values() for row in rows]
-TABLES = load_tables()
+SPLITS, ALL_TASKS, TABLES = shipped(DOMAIN)
 ORDERS = TABLES["orders"]
 CUSTOMERS = TABLES["customers"]
 RESTAURANTS = TABLES["restaurants"]
@@ -60,22 +51,8 @@ REASONS = {
     "issue_credit": ("late_delivery", "poor_food_quality", "late_item_report"),
 }
 
-
-def has_write(task):
-    return any(a["name"] in WRITE_TOOLS for a in actions_of(task))
-
-
-@pytest.fixture(scope="module")
-def env():
-    environment = TauDoordashEnv(tasks=SPLITS["test"])
-    yield environment
-    environment.close()
-
-
-@pytest.fixture
-def tools():
-    """The doordash tools over a fresh episode database, called as the env calls them."""
-    return tool_runner(DOMAIN)
+has_write = writes_in(WRITE_TOOLS)
+env, tools = fixtures(lambda: TauDoordashEnv(tasks=SPLITS["test"]), DOMAIN)
 
 
 def first(where):
@@ -84,13 +61,6 @@ def first(where):
 
 def status(*names):
     return lambda order: order["status"] in names
-
-
-def _error(tools, name, message, **arguments):
-    before = tools.db.hash()
-    result = tools(name, **arguments)
-    assert result.startswith("Error: ") and message in result, result
-    assert tools.db.hash() == before, "a failed write changed the database"
 
 
 def _ok(tools, name, **arguments):
@@ -142,23 +112,7 @@ def _perturb(action, key):
 
 
 def test_changing_one_argument_of_one_write_loses_the_reward(env):
-    checked = 0
-    for number, task in enumerate(ALL_TASKS):
-        writes = [i for i, a in enumerate(actions_of(task)) if a["name"] in WRITE_TOOLS]
-        if not writes:
-            continue
-        position = writes[number % len(writes)]
-        keys = sorted(actions_of(task)[position]["arguments"])
-        actions = list(actions_of(task))
-        actions[position] = _perturb(actions[position], keys[number % len(keys)])
-        turns = [call(a["name"], **a["arguments"]) for a in actions]
-        spec = parse_reward_spec(task["reward_spec"])
-        if not any(a["name"] == "transfer_to_human_agents" for a in actions):
-            turns.append("All done. For your information: " + "; ".join(spec.outputs) + ".")
-        reward, info, _ = play(env, task, turns)
-        assert reward == 0.0, (task["extra_info"]["id"], actions[position])
-        assert info["reward_info"]["db_match"] is False
-        checked += 1
+    checked = check_changed_write_loses(env, ALL_TASKS, WRITE_TOOLS, _perturb)
     assert checked == sum(map(has_write, ALL_TASKS)) > 0.7 * len(ALL_TASKS)
 
 
@@ -275,30 +229,6 @@ def test_tracking_shows_eta_dasher_and_lateness(tools):
     assert _ok(tools, "track_delivery", order_id=waiting["order_id"])["dasher"] is None
 
 
-@pytest.mark.parametrize(
-    ("name", "arguments", "message"),
-    [
-        ("find_customer_by_email", {"email": "nobody@example.com"}, "no customer"),
-        ("find_customer_by_phone", {"phone": "999-555-0000"}, "no customer"),
-        ("get_customer_details", {"customer_id": "cus_00000"}, "not found"),
-        ("get_order_details", {"order_id": "123456"}, "order ids look like"),
-        ("get_restaurant_details", {"restaurant_id": "rst_0"}, "not found"),
-        ("get_menu", {"restaurant_id": "rst_0"}, "not found"),
-        ("track_delivery", {"order_id": "DD-000000"}, "not found"),
-        ("cancel_order", {"order_id": "DD-000000", "reason": "no_longer_needed"}, "not found"),
-        ("cancel_order", {"order_id": "DD-000000", "reason": "changed my mind"}, "invalid"),
-        ("issue_credit", {"order_id": "DD-000000", "amount": 5, "reason": "late_delivery"},
-         "not found"),
-        ("get_order_details", {"order": "DD-123456"}, "unexpected argument"),
-        ("modify_order_items", {"order_id": "DD-000000", "changes": "L1"}, "invalid"),
-        ("calculate", {"expression": "__import__('os')"}, "only numbers"),
-    ],
-)  # fmt: skip
-def test_bad_ids_and_arguments_are_error_messages(tools, name, arguments, message):
-    result = tools(name, **arguments)
-    assert result.startswith("Error: ") and message in result, result
-
-
 def _line_change(order):
     """A valid change of the first line's quantity, and the item of that line."""
     line = order["items"][0]
@@ -315,14 +245,14 @@ def test_nothing_changes_after_pickup(tools):
         ("update_delivery_address", address),
         ("cancel_order", {"reason": "taking_too_long"}),
     ):
-        _error(tools, name, "picked up", order_id=order["order_id"], **arguments)
+        fails(tools, name, "picked up", order_id=order["order_id"], **arguments)
     for delivered_only in ("issue_refund", "issue_credit"):
         arguments = (
             {"items": [{"line_id": "L1"}], "reason": "missing_item"}
             if delivered_only == "issue_refund"
             else {"amount": 5.0, "reason": "late_delivery"}
         )
-        _error(tools, delivered_only, "only", order_id=order["order_id"], **arguments)
+        fails(tools, delivered_only, "only", order_id=order["order_id"], **arguments)
 
 
 def test_cancellation_fee_follows_the_status(tools):
@@ -341,7 +271,7 @@ def test_cancellation_fee_follows_the_status(tools):
         if order["dasher_id"]:
             dasher = tools.db.get("dashers", order["dasher_id"])
             assert order["order_id"] not in dasher["active_order_ids"]
-        _error(tools, "cancel_order", "only orders that have not been picked up",
+        fails(tools, "cancel_order", "only orders that have not been picked up",
                order_id=order["order_id"], reason="ordered_by_mistake")  # fmt: skip
     assert ORDERS[order["order_id"]]["status"] == "preparing", "the base tables changed"
 
@@ -380,28 +310,28 @@ def test_item_changes_check_the_menu_and_keep_one_net_adjustment(tools):
     current = next(o for o in chosen if o in [x["option_id"] for x in required["options"]])
     other = next(o["option_id"] for o in required["options"] if o["option_id"] != current)
     swapped = [other if o == current else o for o in chosen]
-    _error(tools, "modify_order_items", "has no line", order_id=order_id,
-           changes=[{"line_id": "L9", "quantity": 1}])  # fmt: skip
-    _error(
+    fails(tools, "modify_order_items", "has no line", order_id=order_id,
+          changes=[{"line_id": "L9", "quantity": 1}])  # fmt: skip
+    fails(
         tools,
         "modify_order_items",
         "listed twice",
         order_id=order_id,
         changes=[{"line_id": "L1", "quantity": 2}, {"line_id": "L1", "quantity": 3}],
     )
-    _error(tools, "modify_order_items", "no quantity or option_ids", order_id=order_id,
-           changes=[{"line_id": "L1"}])  # fmt: skip
-    _error(tools, "modify_order_items", "unknown field", order_id=order_id,
-           changes=[{"line_id": "L1", "size": "large"}])  # fmt: skip
-    _error(tools, "modify_order_items", "not an option", order_id=order_id,
-           changes=[{"line_id": "L1", "option_ids": ["opt_00000"]}])  # fmt: skip
-    _error(tools, "modify_order_items", "needs exactly 1", order_id=order_id,
-           changes=[{"line_id": "L1", "option_ids": [*chosen, other]}])  # fmt: skip
-    _error(tools, "modify_order_items", "already has", order_id=order_id,
-           changes=[{"line_id": "L1", "option_ids": chosen}])  # fmt: skip
-    _error(tools, "modify_order_items", "between 0 and 20", order_id=order_id,
-           changes=[{"line_id": "L1", "quantity": -1}])  # fmt: skip
-    _error(
+    fails(tools, "modify_order_items", "no quantity or option_ids", order_id=order_id,
+          changes=[{"line_id": "L1"}])  # fmt: skip
+    fails(tools, "modify_order_items", "unknown field", order_id=order_id,
+          changes=[{"line_id": "L1", "size": "large"}])  # fmt: skip
+    fails(tools, "modify_order_items", "not an option", order_id=order_id,
+          changes=[{"line_id": "L1", "option_ids": ["opt_00000"]}])  # fmt: skip
+    fails(tools, "modify_order_items", "needs exactly 1", order_id=order_id,
+          changes=[{"line_id": "L1", "option_ids": [*chosen, other]}])  # fmt: skip
+    fails(tools, "modify_order_items", "already has", order_id=order_id,
+          changes=[{"line_id": "L1", "option_ids": chosen}])  # fmt: skip
+    fails(tools, "modify_order_items", "between 0 and 20", order_id=order_id,
+          changes=[{"line_id": "L1", "quantity": -1}])  # fmt: skip
+    fails(
         tools,
         "modify_order_items",
         "at least one item",
@@ -409,12 +339,12 @@ def test_item_changes_check_the_menu_and_keep_one_net_adjustment(tools):
         changes=[{"line_id": line["line_id"], "quantity": 0} for line in lines],
     )
     plain = _menu_item(order, groups=False, exclude=[line["item_id"] for line in lines])
-    _error(tools, "add_order_items", "not on the menu", order_id=order_id,
-           items=[{"item_id": "itm_00000"}])  # fmt: skip
-    _error(tools, "add_order_items", "needs exactly 1", order_id=order_id,
-           items=[{"item_id": item["item_id"], "quantity": 1}])  # fmt: skip
-    _error(tools, "add_order_items", "between 1 and 20", order_id=order_id,
-           items=[{"item_id": plain["item_id"], "quantity": 0}])  # fmt: skip
+    fails(tools, "add_order_items", "not on the menu", order_id=order_id,
+          items=[{"item_id": "itm_00000"}])  # fmt: skip
+    fails(tools, "add_order_items", "needs exactly 1", order_id=order_id,
+          items=[{"item_id": item["item_id"], "quantity": 1}])  # fmt: skip
+    fails(tools, "add_order_items", "between 1 and 20", order_id=order_id,
+          items=[{"item_id": plain["item_id"], "quantity": 0}])  # fmt: skip
 
     # Two calls in either order, or one, reach the same state: one net price adjustment.
     swap = {"line_id": "L1", "option_ids": swapped}
@@ -463,17 +393,17 @@ def test_addresses_stay_in_the_restaurant_city(tools):
     order = first(status("preparing"))
     address = order["delivery_address"]
     other = next(city for city in CITY_NAMES if city != address["city"])
-    _error(tools, "update_delivery_address", "outside the delivery area",
-           order_id=order["order_id"], **dict(address, city=other))  # fmt: skip
-    _error(
+    fails(tools, "update_delivery_address", "outside the delivery area",
+          order_id=order["order_id"], **dict(address, city=other))  # fmt: skip
+    fails(
         tools,
         "update_delivery_address",
         "five digits",
         order_id=order["order_id"],
         **dict(address, street="9 Vine Way", zip="8021"),
     )
-    _error(tools, "update_delivery_address", "already going",
-           order_id=order["order_id"], **address)  # fmt: skip
+    fails(tools, "update_delivery_address", "already going",
+          order_id=order["order_id"], **address)  # fmt: skip
     moved = _ok(tools, "update_delivery_address", order_id=order["order_id"],
                 **dict(address, street="9 Vine Way", unit=""))  # fmt: skip
     assert moved["delivery_address"]["street"] == "9 Vine Way"
@@ -491,10 +421,10 @@ def test_refund_rules(tools):
     order = first(fits)
     line = next(line for line in order["items"] if line["quantity"] >= 2)
     common = {"order_id": order["order_id"], "reason": "missing_item"}
-    _error(tools, "issue_refund", "has no line", items=[{"line_id": "L9"}], **common)
-    _error(tools, "issue_refund", "unknown field",
-           items=[{"line_id": line["line_id"], "price": 1}], **common)  # fmt: skip
-    _error(
+    fails(tools, "issue_refund", "has no line", items=[{"line_id": "L9"}], **common)
+    fails(tools, "issue_refund", "unknown field",
+          items=[{"line_id": line["line_id"], "price": 1}], **common)  # fmt: skip
+    fails(
         tools,
         "issue_refund",
         "not " + str(line["quantity"] + 1),
@@ -506,15 +436,15 @@ def test_refund_rules(tools):
     assert refund["amount"] == line["unit_price"]
     assert refund["payment_method_id"] == order["payment_method_id"]
     rest = line["quantity"] - 1
-    _error(tools, "issue_refund", f"has {rest} unit(s) left",
-           items=[{"line_id": line["line_id"], "quantity": rest + 1}], **common)  # fmt: skip
+    fails(tools, "issue_refund", f"has {rest} unit(s) left",
+          items=[{"line_id": line["line_id"], "quantity": rest + 1}], **common)  # fmt: skip
     second = _ok(tools, "issue_refund", items=[{"line_id": line["line_id"]}], **common)
     assert second["items"][0]["quantity"] == rest and second["refund_id"].endswith("-2")
-    _error(tools, "issue_refund", "already refunded in full",
-           items=[{"line_id": line["line_id"]}], **common)  # fmt: skip
+    fails(tools, "issue_refund", "already refunded in full",
+          items=[{"line_id": line["line_id"]}], **common)  # fmt: skip
     stale = first(lambda o: o["status"] == "delivered" and delivered_minutes_ago(o) > 26 * 60)
-    _error(tools, "issue_refund", "within 24 hours", order_id=stale["order_id"],
-           items=[{"line_id": "L1"}], reason="missing_item")  # fmt: skip
+    fails(tools, "issue_refund", "within 24 hours", order_id=stale["order_id"],
+          items=[{"line_id": "L1"}], reason="missing_item")  # fmt: skip
 
 
 def test_credit_rules(tools):
@@ -529,14 +459,14 @@ def test_credit_rules(tools):
     order = first(fresh)
     customer = CUSTOMERS[order["customer_id"]]
     common = {"order_id": order["order_id"], "reason": "poor_food_quality"}
-    _error(tools, "issue_credit", "must be positive", amount=0, **common)
-    _error(tools, "issue_credit", "at most 15.00 more", amount=15.01, **common)
+    fails(tools, "issue_credit", "must be positive", amount=0, **common)
+    fails(tools, "issue_credit", "at most 15.00 more", amount=15.01, **common)
     result = _ok(tools, "issue_credit", amount=10, **common)
     assert result["credit"]["amount"] == 10.0 and result["credit"]["issued_at"].startswith("2025")
     assert result["credits_balance"] == round(customer["credits_balance"] + 10, 2)
-    _error(tools, "issue_credit", "at most 5.00 more", amount=6, **common)
+    fails(tools, "issue_credit", "at most 5.00 more", amount=6, **common)
     _ok(tools, "issue_credit", amount=5, order_id=order["order_id"], reason="late_delivery")
-    _error(tools, "issue_credit", "0.00 more", amount=1, **common)
+    fails(tools, "issue_credit", "0.00 more", amount=1, **common)
     profile = json.loads(tools("get_customer_details", customer_id=customer["customer_id"]))
     assert profile["credits_issued_last_30_days"] == 15.0
     another = next(
@@ -545,11 +475,11 @@ def test_credit_rules(tools):
         None,
     )  # fmt: skip
     if another:
-        _error(tools, "issue_credit", "in the last 30 days", order_id=another, amount=11,
+        fails(tools, "issue_credit", "in the last 30 days", order_id=another, amount=11,
                reason="late_delivery")  # fmt: skip
     old = first(lambda o: o["status"] == "delivered" and delivered_minutes_ago(o) > 8 * 1440)
-    _error(tools, "issue_credit", "within 7 days", order_id=old["order_id"], amount=5,
-           reason="late_delivery")  # fmt: skip
+    fails(tools, "issue_credit", "within 7 days", order_id=old["order_id"], amount=5,
+          reason="late_delivery")  # fmt: skip
     assert CUSTOMERS[customer["customer_id"]]["credit_history"] == customer["credit_history"]
 
 
