@@ -50,7 +50,9 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import random
-from typing import Any
+from typing import Any, get_args
+
+from tool_envs.tau.domains.healthcare.records import Service
 
 Tables = dict[str, dict[str, dict[str, Any]]]
 
@@ -84,18 +86,7 @@ SPECIALTY_COUNTS: dict[str, int] = {
 }
 SPECIALTIES = tuple(SPECIALTY_COUNTS)
 
-SERVICES = (
-    "primary care visit",
-    "specialist visit",
-    "annual physical",
-    "mental health visit",
-    "physical therapy",
-    "telehealth visit",
-    "urgent care",
-    "lab work",
-    "x-ray",
-    "mri",
-)
+SERVICES: tuple[Service, ...] = get_args(Service)
 VISIT_TYPES = ("checkup", "sick visit", "follow-up", "consultation")
 CANCEL_REASONS = ("schedule conflict", "feeling better", "seeing another provider", "other")
 APPEAL_REASONS = ("medically necessary", "referral on file", "billing error", "provider in network")

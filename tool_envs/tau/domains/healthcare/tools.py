@@ -23,7 +23,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 from tool_envs.core.tools import tool
 from tool_envs.tau.domains.healthcare.data import (
@@ -37,7 +37,7 @@ from tool_envs.tau.domains.healthcare.data import (
     visit_service,
     weekday,
 )
-from tool_envs.tau.domains.healthcare.records import AppealReason, CancelReason, VisitType
+from tool_envs.tau.domains.healthcare.records import AppealReason, CancelReason, Service, VisitType
 from tool_envs.tau.tools import DomainTools
 
 Record = dict[str, Any]
@@ -50,18 +50,6 @@ _FILED_FIELDS = ("claim_id", "appointment_id", "date_of_service", "billed_amount
                  "submitted_on")  # fmt: skip
 _APPEALED_FIELDS = ("claim_id", "status", "denial_reason", "appeal")
 _START = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})")
-Service = Literal[
-    "primary care visit",
-    "specialist visit",
-    "annual physical",
-    "mental health visit",
-    "physical therapy",
-    "telehealth visit",
-    "urgent care",
-    "lab work",
-    "x-ray",
-    "mri",
-]
 
 
 # Index keys (one name per key function, as Database.lookup requires).
