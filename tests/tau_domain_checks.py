@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import runpy
+import statistics
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ import pytest
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.core.tools import Toolset
 from tool_envs.data import load_tasks, validate_row
-from tool_envs.tau.db import BaseTables
+from tool_envs.tau.db import BaseTables, Database
 from tool_envs.tau.task import parse_reward_spec
 
 
@@ -86,6 +88,72 @@ def play(env, task, turns):
             assert number == len(turns), "the episode ended before the last turn"
             return reward, info, results
     raise AssertionError("the episode did not end")
+
+
+def hand_written(domain, opening, actions, outputs=(), *, task_id="handwritten", **scenario):
+    """A task row written by hand: the domain's policy and the user's ``opening``, the gold
+    ``actions`` and ``outputs``, and the user scenario (its reason for calling is the opening)."""
+    return {
+        "prompt": [
+            {"role": "system", "content": domain.policy},
+            {"role": "user", "content": opening},
+        ],
+        "env_id": domain.env_id,
+        "reward_spec": {"actions": list(actions), "outputs": list(outputs)},
+        "extra_info": {
+            "id": f"{domain.name}-{task_id}",
+            "domain": domain.name,
+            "user_scenario": {"reason_for_call": opening, **scenario},
+        },
+    }
+
+
+TAGS = {"refusal", "transfer", "multi_step", "multi_item", "outputs", "info", "declined"}
+"""Tags each split of a domain drafted with parts carries (besides its write tools)."""
+
+
+def check_splits(splits, categories, tags_needed):
+    """Each split is full size and holds every category and ``tags_needed``; no task (its
+    reward_spec) is in two splits, or twice in one."""
+    keys = {}
+    for split, rows in splits.items():
+        assert len(rows) >= {"train": 500, "test": 100}[split]
+        tags = Counter(tag for row in rows for tag in row["extra_info"]["tags"])
+        print(split, dict(sorted(tags.items())))
+        assert set(tags_needed) <= set(tags)
+        assert {row["extra_info"]["category"] for row in rows} == set(categories)
+        keys[split] = {json.dumps(row["reward_spec"], sort_keys=True) for row in rows}
+        assert len(keys[split]) == len(rows)
+    assert not keys["train"] & keys["test"]
+
+
+def median_step(env, task, turns, *, fresh=False, prelude=()):
+    """Median seconds of ``env.step`` over 300 tool-call turns (``turns`` cycled), none of them
+    an error. ``fresh`` starts a new episode of ``task`` (and plays ``prelude``) before each."""
+    env.reset(options={"task": task})
+    times = []
+    for number in range(300):
+        if fresh:
+            env.reset(options={"task": task})
+            for turn in prelude:
+                env.step(turn)
+        turn = turns[number % len(turns)]
+        started = time.perf_counter()
+        observation, *_ = env.step(turn)
+        times.append(time.perf_counter() - started)
+        assert not observation[0]["content"].startswith("Error"), observation
+    return statistics.median(times)
+
+
+def check_overlay(env, task, write, read, status, record):
+    """A write in one episode of ``task`` is gone in the next (``read`` shows ``status``
+    again) and never reaches the base tables (``record`` is its (table, key))."""
+    env.reset(options={"task": task})
+    env.step(write)
+    env.reset(options={"task": task})
+    observation, *_ = env.step(read)
+    assert json.loads(observation[0]["content"])["status"] == status
+    assert isinstance(Database(env.domain.base()).get(*record), dict)
 
 
 def one_write_each(tasks, write_tools):

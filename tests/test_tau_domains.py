@@ -201,6 +201,18 @@ def test_bad_ids_and_arguments_are_error_messages(domain, name, arguments, messa
     assert result.startswith("Error: ") and message in result, result
 
 
+@pytest.mark.parametrize("name", GENERATED)
+def test_a_declined_confirmation_keeps_the_database(name):
+    """A declined task writes nothing and has an amount to state; asked to confirm, its user
+    says no."""
+    task = next(t for t in splits(name)["train"] if t["extra_info"]["category"] == "declined")
+    assert not has_write(name)(task) and task["reward_spec"]["outputs"]
+    environment = env_class(name)(tasks=[task])
+    environment.reset(options={"task": task})
+    assert environment.step("Shall I go ahead and proceed?")[0][0]["content"].startswith("No")
+    environment.close()
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_committed_dataset_matches_its_builder_and_loads(tmp_path, name):
     check_committed_dataset(tmp_path, f"tau_{name}", splits(name)["test"])

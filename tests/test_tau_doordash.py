@@ -7,25 +7,14 @@ test_tau_domains.py.
 
 import json
 import re
-import statistics
-import time
-from collections import Counter
 
-from tau_domain_checks import (
-    actions_of,
-    call,
-    check_changed_write_loses,
-    fails,
-    fixtures,
-    shipped,
-    writes_in,
-)
+import tau_domain_checks as kit
+from tau_domain_checks import actions_of, call, fails
 from tau_helpers import customer_server
 
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.core.tools import Toolset
-from tool_envs.tau.db import Database
-from tool_envs.tau.domains.doordash import DOMAIN, ENV_ID, TauDoordashEnv
+from tool_envs.tau.domains.doordash import DOMAIN, TauDoordashEnv
 from tool_envs.tau.domains.doordash.data import (
     CITY_NAMES,
     delivered_minutes_ago,
@@ -41,7 +30,7 @@ from tool_envs.tau.domains.doordash.tools import (
 )
 from tool_envs.tau.users.base import STOP
 
-SPLITS, ALL_TASKS, TABLES = shipped(DOMAIN)
+SPLITS, ALL_TASKS, TABLES = kit.shipped(DOMAIN)
 ORDERS = TABLES["orders"]
 CUSTOMERS = TABLES["customers"]
 RESTAURANTS = TABLES["restaurants"]
@@ -51,8 +40,8 @@ REASONS = {
     "issue_credit": ("late_delivery", "poor_food_quality", "late_item_report"),
 }
 
-has_write = writes_in(WRITE_TOOLS)
-env, tools = fixtures(lambda: TauDoordashEnv(tasks=SPLITS["test"]), DOMAIN)
+has_write = kit.writes_in(WRITE_TOOLS)
+env, tools = kit.fixtures(lambda: TauDoordashEnv(tasks=SPLITS["test"]), DOMAIN)
 
 
 def first(where):
@@ -112,7 +101,7 @@ def _perturb(action, key):
 
 
 def test_changing_one_argument_of_one_write_loses_the_reward(env):
-    checked = check_changed_write_loses(env, ALL_TASKS, WRITE_TOOLS, _perturb)
+    checked = kit.check_changed_write_loses(env, ALL_TASKS, WRITE_TOOLS, _perturb)
     assert checked == sum(map(has_write, ALL_TASKS)) > 0.7 * len(ALL_TASKS)
 
 
@@ -168,17 +157,7 @@ def test_the_database_has_the_required_size_and_shape():
 
 
 def test_splits_cover_every_category_and_share_no_task():
-    keys = {}
-    for split, rows in SPLITS.items():
-        assert len(rows) >= {"train": 500, "test": 100}[split]
-        tags = Counter(tag for row in rows for tag in row["extra_info"]["tags"])
-        print(split, dict(sorted(tags.items())))
-        assert set(WRITE_TOOLS) | {"refusal", "transfer", "multi_step", "multi_item"} <= set(tags)
-        assert {"outputs", "info", "declined"} <= set(tags)
-        assert {row["extra_info"]["category"] for row in rows} == set(CATEGORY_WEIGHTS)
-        keys[split] = {json.dumps(row["reward_spec"], sort_keys=True) for row in rows}
-        assert len(keys[split]) == len(rows)
-    assert not keys["train"] & keys["test"]
+    kit.check_splits(SPLITS, CATEGORY_WEIGHTS, {*WRITE_TOOLS, *kit.TAGS})
     for row in ALL_TASKS:
         scenario = row["extra_info"]["user_scenario"]
         opening = row["prompt"][-1]["content"]
@@ -510,20 +489,6 @@ def test_reads_show_the_episode_edits(tools):
     assert json.loads(tools("track_delivery", order_id=order["order_id"]))["status"] == "cancelled"
 
 
-def _median_step(env, task, turns, *, fresh):
-    env.reset(options={"task": task})
-    times = []
-    for number in range(300):
-        if fresh:
-            env.reset(options={"task": task})
-        turn = turns[number % len(turns)]
-        started = time.perf_counter()
-        observation, *_ = env.step(turn)
-        times.append(time.perf_counter() - started)
-        assert not observation[0]["content"].startswith("Error"), observation
-    return statistics.median(times)
-
-
 def test_tool_calls_through_step_are_fast(env):
     """Median wall time of one tool call through env.step (parse, run, format)."""
     task = SPLITS["test"][0]
@@ -547,11 +512,11 @@ def test_tool_calls_through_step_are_fast(env):
         ],
     }
     for name, turns in reads.items():
-        median = _median_step(env, task, turns, fresh=False)
+        median = kit.median_step(env, task, turns, fresh=False)
         print(f"median env.step with one {name} call: {median * 1e6:.0f} us")
         assert median < 2e-3
     for name, turns in writes.items():
-        median = _median_step(env, task, turns, fresh=True)
+        median = kit.median_step(env, task, turns, fresh=True)
         print(f"median env.step with one {name} call (fresh episode): {median * 1e6:.0f} us")
         assert median < 4e-3
 
@@ -571,30 +536,16 @@ def _refund_task():
     )
     customer = CUSTOMERS[order["customer_id"]]
     line = order["items"][0]
-    return order, customer, line, {
-        "prompt": [
-            {"role": "system", "content": DOMAIN.policy},
-            {"role": "user", "content": "Hi, something was missing from my delivery tonight."},
-        ],
-        "env_id": ENV_ID,
-        "reward_spec": {
-            "actions": [
-                {"name": "issue_refund",
-                 "arguments": {"order_id": order["order_id"], "reason": "missing_item",
-                               "items": [{"line_id": line["line_id"], "quantity": 1}]}},
-            ],
-            "outputs": [money(round(line["unit_price"] * 100))],
-        },
-        "extra_info": {
-            "id": "doordash-handwritten",
-            "domain": "doordash",
-            "user_scenario": {
-                "reason_for_call": "Hi, something was missing from my delivery tonight.",
-                "known_info": {"email": customer["email"], "order_id": order["order_id"],
-                               "items": f"one {line['name']}"},
-            },
-        },
-    }  # fmt: skip
+    return order, customer, line, kit.hand_written(
+        DOMAIN,
+        "Hi, something was missing from my delivery tonight.",
+        [{"name": "issue_refund",
+          "arguments": {"order_id": order["order_id"], "reason": "missing_item",
+                        "items": [{"line_id": line["line_id"], "quantity": 1}]}}],
+        [money(round(line["unit_price"] * 100))],
+        known_info={"email": customer["email"], "order_id": order["order_id"],
+                    "items": f"one {line['name']}"},
+    )  # fmt: skip
 
 
 def test_a_hand_written_conversation_with_the_scripted_user(env):
@@ -641,15 +592,6 @@ def test_an_agent_that_breaks_the_policy_gets_zero(env):
     assert info["reward_info"]["db_match"] is False and all(info["reward_info"]["outputs"].values())
 
 
-def test_a_declined_confirmation_keeps_the_database():
-    task = next(t for t in SPLITS["train"] if t["extra_info"]["category"] == "declined")
-    assert not has_write(task) and task["reward_spec"]["outputs"]
-    environment = TauDoordashEnv(tasks=[task])
-    environment.reset(options={"task": task})
-    assert environment.step("Shall I go ahead and proceed?")[0][0]["content"].startswith("No")
-    environment.close()
-
-
 def test_a_customer_known_by_phone_answers_a_question_about_email(env):
     task = next(
         t for t in SPLITS["test"] if "phone" in t["extra_info"]["user_scenario"]["known_info"]
@@ -664,27 +606,16 @@ def test_an_llm_user_episode_end_to_end_against_a_local_server():
     order = first(lambda o: o["status"] == "placed")
     customer = CUSTOMERS[order["customer_id"]]
     refund = money(round(order["total"] * 100))
-    task = {
-        "prompt": [
-            {"role": "system", "content": DOMAIN.policy},
-            {"role": "user", "content": "Hi, I'd like to cancel the order I just placed."},
-        ],
-        "env_id": ENV_ID,
-        "reward_spec": {
-            "actions": [{"name": "cancel_order", "arguments": {
-                "order_id": order["order_id"], "reason": "ordered_by_mistake"}}],
-            "outputs": [refund],
-        },
-        "extra_info": {
-            "id": "doordash-llm-user",
-            "domain": "doordash",
-            "user_scenario": {
-                "reason_for_call": "Hi, I'd like to cancel the order I just placed.",
-                "known_info": {"email": customer["email"], "order_id": order["order_id"]},
-                "task_instructions": "You ordered it by mistake. Say yes when asked to confirm.",
-            },
-        },
-    }  # fmt: skip
+    task = kit.hand_written(
+        DOMAIN,
+        "Hi, I'd like to cancel the order I just placed.",
+        [{"name": "cancel_order", "arguments": {
+            "order_id": order["order_id"], "reason": "ordered_by_mistake"}}],
+        [refund],
+        task_id="llm-user",
+        known_info={"email": customer["email"], "order_id": order["order_id"]},
+        task_instructions="You ordered it by mistake. Say yes when asked to confirm.",
+    )  # fmt: skip
     with customer_server() as server:
         environment = TauDoordashEnv(
             tasks=[task], user="llm", user_kwargs={"base_url": server.base_url, "api_key": "local"}
@@ -715,12 +646,10 @@ def test_an_llm_user_episode_end_to_end_against_a_local_server():
 
 def test_database_overlay_is_per_episode(env):
     order = first(status("preparing"))
-    env.reset(options={"task": SPLITS["test"][0]})
-    env.step(call("cancel_order", order_id=order["order_id"], reason="no_longer_needed"))
-    env.reset(options={"task": SPLITS["test"][0]})
-    observation, *_ = env.step(call("get_order_details", order_id=order["order_id"]))
-    assert json.loads(observation[0]["content"])["status"] == "preparing"
-    assert isinstance(Database(DOMAIN.base()).get("orders", order["order_id"]), dict)
+    cancel = call("cancel_order", order_id=order["order_id"], reason="no_longer_needed")
+    read = call("get_order_details", order_id=order["order_id"])
+    record = ("orders", order["order_id"])
+    kit.check_overlay(env, SPLITS["test"][0], cancel, read, "preparing", record)
 
 
 def test_credit_windows_in_the_data_match_the_policy_clock():

@@ -9,25 +9,13 @@ entry is the lead's), so a row's env_id is not checked against a spec here.
 import datetime as dt
 import json
 import re
-import statistics
-import time
 from collections import Counter
 
+import tau_domain_checks as kit
 from gymnasium.utils.env_checker import check_env
-from tau_domain_checks import (
-    actions_of,
-    call,
-    fails,
-    fixtures,
-    one_write_each,
-    play,
-    shipped,
-    turns_of,
-    writes_in,
-)
+from tau_domain_checks import actions_of, call, fails, play
 from tau_helpers import COMPLETION_TOKENS, PROMPT_TOKENS, customer_server
 
-from tool_envs.tau.db import Database
 from tool_envs.tau.domains.healthcare import DOMAIN, TauHealthcareEnv, rules
 from tool_envs.tau.domains.healthcare.data import (
     CANCEL_REASONS,
@@ -42,11 +30,11 @@ from tool_envs.tau.domains.healthcare.tasks import CATEGORY_WEIGHTS, WRITE_TOOLS
 from tool_envs.tau.domains.healthcare.tools import HealthcareTools
 from tool_envs.tau.task import parse_reward_spec
 
-SPLITS, ALL_TASKS, TABLES = shipped(DOMAIN)
+SPLITS, ALL_TASKS, TABLES = kit.shipped(DOMAIN)
 NO_OP = "Is there anything else I can help you with?"
 
-has_write = writes_in(WRITE_TOOLS)
-env, tools = fixtures(lambda: TauHealthcareEnv(tasks=SPLITS["test"]), DOMAIN)
+has_write = kit.writes_in(WRITE_TOOLS)
+env, tools = kit.fixtures(lambda: TauHealthcareEnv(tasks=SPLITS["test"]), DOMAIN)
 
 
 def records(table, where=lambda record: True):
@@ -82,24 +70,10 @@ def free_slot(provider_id, *, after="2025-03-12"):
 
 
 def task_row(actions, outputs, known_info, opening="Hi, I need some help.", confirm=True):
-    return {
-        "prompt": [
-            {"role": "system", "content": DOMAIN.policy},
-            {"role": "user", "content": opening},
-        ],
-        "env_id": "tool_envs/TauHealthcare-v0",
-        "reward_spec": {"actions": actions, "outputs": outputs},
-        "extra_info": {
-            "id": "healthcare-handwritten",
-            "domain": "healthcare",
-            "user_scenario": {
-                "persona": "A patient.",
-                "reason_for_call": opening,
-                "known_info": known_info,
-                "confirm": confirm,
-            },
-        },
-    }
+    return kit.hand_written(
+        DOMAIN, opening, actions, outputs, persona="A patient.", known_info=known_info,
+        confirm=confirm,
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- (2) strict reward
@@ -152,11 +126,11 @@ def _perturb(action, number):
 
 def test_changing_one_argument_of_one_write_loses_the_reward(env):
     checked = 0
-    for number, task, position in one_write_each(ALL_TASKS, WRITE_TOOLS):
+    for number, task, position in kit.one_write_each(ALL_TASKS, WRITE_TOOLS):
         actions = list(actions_of(task))
         actions[position] = _perturb(actions[position], number)
         if number % 10 == 0:  # now and then the whole episode through the env
-            turns = turns_of(actions, task["reward_spec"]["outputs"])
+            turns = kit.turns_of(actions, task["reward_spec"]["outputs"])
             reward, info, _ = play(env, task, turns)
             assert reward == 0.0 and info["reward_info"]["db_match"] is False
         db, _ = env.replay(parse_reward_spec({"actions": actions}))
@@ -236,16 +210,7 @@ def test_the_database_has_the_required_size_and_shape():
 
 
 def test_splits_cover_every_category_and_share_no_task():
-    keys = {}
-    for split, rows in SPLITS.items():
-        assert len(rows) >= {"train": 500, "test": 100}[split]
-        tags = {tag for row in rows for tag in row["extra_info"]["tags"]}
-        assert set(WRITE_TOOLS) | {"refusal", "transfer", "multi_step", "multi_item"} <= tags
-        assert {"outputs", "info", "declined", "proxy", "emergency"} <= tags
-        assert {row["extra_info"]["category"] for row in rows} == set(CATEGORY_WEIGHTS)
-        keys[split] = {json.dumps(row["reward_spec"], sort_keys=True) for row in rows}
-        assert len(keys[split]) == len(rows)
-    assert not keys["train"] & keys["test"]
+    kit.check_splits(SPLITS, CATEGORY_WEIGHTS, {*WRITE_TOOLS, *kit.TAGS, "proxy", "emergency"})
     for row in ALL_TASKS:
         known = row["extra_info"]["user_scenario"]["known_info"]
         opening = row["prompt"][-1]["content"]
@@ -639,17 +604,9 @@ def test_the_registered_id_runs_the_shipped_tasks_once_registered():
 
 
 def _median_step(env, task, turn, fresh):
-    times = []
-    env.reset(options={"task": task})
-    for _ in range(300):
-        if fresh:  # a write is never an episode's first call: the caller was verified before
-            env.reset(options={"task": task})
-            env.step(call("think", thought="verified"))
-        started = time.perf_counter()
-        observation, *_ = env.step(turn)
-        times.append(time.perf_counter() - started)
-        assert not observation[0]["content"].startswith("Error"), observation
-    return statistics.median(times)
+    # A write is never an episode's first call: the caller was verified before.
+    verified = [call("think", thought="verified")]
+    return kit.median_step(env, task, [turn], fresh=fresh, prelude=verified)
 
 
 def test_tool_calls_through_step_are_fast(env):
@@ -750,16 +707,13 @@ def test_an_agent_that_breaks_the_policy_gets_zero():
     environment.close()
 
 
-def test_a_disclosure_without_the_rule_or_a_declined_write_fails():
+def test_a_disclosure_without_the_rule_fails():
+    """(A declined write: test_tau_domains.py.)"""
     task = next(t for t in SPLITS["train"] if t["extra_info"]["category"] == "refuse_unauthorized")
     environment = TauHealthcareEnv(tasks=[task])
     turns = [call(a["name"], **a["arguments"]) for a in actions_of(task)]
     reward, info, _ = play(environment, task, [*turns, "Their next visit is on Friday."])
     assert reward == 0.0 and info["reward_info"]["outputs"] == {"rule 1.3": False}
-    declined = next(t for t in SPLITS["train"] if t["extra_info"]["category"] == "declined")
-    environment.reset(options={"task": declined})
-    assert environment.step("Shall I go ahead and proceed?")[0][0]["content"].startswith("No")
-    assert not has_write(declined) and declined["reward_spec"]["outputs"]
     environment.close()
 
 
@@ -804,18 +758,10 @@ def test_an_llm_user_episode_against_a_local_openai_compatible_server():
 
 def test_database_overlay_is_per_episode(env):
     appointment = first("appointments", rules.can_change)
-    env.reset(options={"task": SPLITS["test"][0]})
-    env.step(
-        call("cancel_appointment", appointment_id=appointment["appointment_id"], reason="other")
-    )
-    env.reset(options={"task": SPLITS["test"][0]})
-    observation, *_ = env.step(
-        call("get_appointment_details", appointment_id=appointment["appointment_id"])
-    )
-    assert json.loads(observation[0]["content"])["status"] == "scheduled"
-    assert isinstance(
-        Database(DOMAIN.base()).get("appointments", appointment["appointment_id"]), dict
-    )
+    key = appointment["appointment_id"]
+    cancel = call("cancel_appointment", appointment_id=key, reason="other")
+    read = call("get_appointment_details", appointment_id=key)
+    kit.check_overlay(env, SPLITS["test"][0], cancel, read, "scheduled", ("appointments", key))
 
 
 def test_money_outputs_match_both_ways_of_writing_an_amount():

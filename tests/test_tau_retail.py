@@ -10,16 +10,16 @@ import re
 import statistics
 import time
 
-from tau_domain_checks import call, check_changed_write_loses, fails, fixtures, shipped, writes_in
+import tau_domain_checks as kit
+from tau_domain_checks import call, fails
 
-from tool_envs.tau.db import Database
 from tool_envs.tau.domains.retail import DOMAIN, TauRetailEnv
 from tool_envs.tau.domains.retail.tasks import CATEGORY_WEIGHTS, WRITE_TOOLS, money
 
-SPLITS, ALL_TASKS, TABLES = shipped(DOMAIN)
+SPLITS, ALL_TASKS, TABLES = kit.shipped(DOMAIN)
 
-has_write = writes_in(WRITE_TOOLS)
-env, tools = fixtures(lambda: TauRetailEnv(tasks=SPLITS["test"]), DOMAIN)
+has_write = kit.writes_in(WRITE_TOOLS)
+env, tools = kit.fixtures(lambda: TauRetailEnv(tasks=SPLITS["test"]), DOMAIN)
 
 
 def first(status, *, where=lambda order: True):
@@ -71,7 +71,7 @@ def _perturb(action, key):
 
 
 def test_changing_one_argument_of_one_write_loses_the_reward(env):
-    checked = check_changed_write_loses(env, ALL_TASKS, WRITE_TOOLS, _perturb)
+    checked = kit.check_changed_write_loses(env, ALL_TASKS, WRITE_TOOLS, _perturb)
     assert checked > 0.8 * len(ALL_TASKS)
 
 
@@ -115,16 +115,7 @@ def test_the_database_has_the_required_size_and_shape():
 
 
 def test_splits_cover_every_category_and_share_no_task():
-    keys = {}
-    for split, rows in SPLITS.items():
-        assert len(rows) >= {"train": 500, "test": 100}[split]
-        tags = {tag for row in rows for tag in row["extra_info"]["tags"]}
-        assert set(WRITE_TOOLS) | {"refusal", "transfer", "multi_step", "multi_item"} <= tags
-        assert {"outputs", "info", "declined"} <= tags
-        assert {row["extra_info"]["category"] for row in rows} == set(CATEGORY_WEIGHTS)
-        keys[split] = {json.dumps(row["reward_spec"], sort_keys=True) for row in rows}
-        assert len(keys[split]) == len(rows)
-    assert not keys["train"] & keys["test"]
+    kit.check_splits(SPLITS, CATEGORY_WEIGHTS, {*WRITE_TOOLS, *kit.TAGS})
     for row in ALL_TASKS:
         scenario = row["extra_info"]["user_scenario"]
         opening = row["prompt"][-1]["content"]
@@ -342,29 +333,15 @@ def test_a_hand_written_conversation_with_the_scripted_user(env):
     order = first("pending")
     user = TABLES["users"][order["user_id"]]
     refund = order["payment_history"][0]["amount"]
-    task = {
-        "prompt": [
-            {"role": "system", "content": DOMAIN.policy},
-            {"role": "user", "content": "Hi, I'd like to cancel one of my orders."},
-        ],
-        "env_id": "tool_envs/TauRetail-v0",
-        "reward_spec": {
-            "actions": [
-                {"name": "cancel_pending_order",
-                 "arguments": {"order_id": order["order_id"], "reason": "ordered by mistake"}},
-            ],
-            "outputs": [money(refund)],
-        },
-        "extra_info": {
-            "id": "retail-handwritten",
-            "domain": "retail",
-            "user_scenario": {
-                "reason_for_call": "Hi, I'd like to cancel one of my orders.",
-                "known_info": {"email": user["email"], "order_id": order["order_id"],
-                               "reason": "ordered by mistake"},
-            },
-        },
-    }  # fmt: skip
+    task = kit.hand_written(
+        DOMAIN,
+        "Hi, I'd like to cancel one of my orders.",
+        [{"name": "cancel_pending_order",
+          "arguments": {"order_id": order["order_id"], "reason": "ordered by mistake"}}],
+        [money(refund)],
+        known_info={"email": user["email"], "order_id": order["order_id"],
+                    "reason": "ordered by mistake"},
+    )  # fmt: skip
     env.reset(options={"task": task})
     observation, *_ = env.step("Sure. Could you please provide your email address?")
     assert observation[0]["content"] == f"My email is {user['email']}."
@@ -388,21 +365,9 @@ def test_a_hand_written_conversation_with_the_scripted_user(env):
     assert terminated and reward == 1.0, info["reward_info"]
 
 
-def test_confirmation_declined_keeps_the_database():
-    """A declined task: writing anyway fails the task, stating the amount passes it."""
-    task = next(t for t in SPLITS["train"] if t["extra_info"]["category"] == "declined")
-    environment = TauRetailEnv(tasks=[task])
-    environment.reset(options={"task": task})
-    assert environment.step("Shall I go ahead and proceed?")[0][0]["content"].startswith("No")
-    environment.close()
-    assert not has_write(task) and task["reward_spec"]["outputs"]
-
-
 def test_database_overlay_is_per_episode(env):
     order = first("pending")
-    env.reset(options={"task": SPLITS["test"][0]})
-    env.step(call("cancel_pending_order", order_id=order["order_id"], reason="no longer needed"))
-    env.reset(options={"task": SPLITS["test"][0]})
-    observation, *_ = env.step(call("get_order_details", order_id=order["order_id"]))
-    assert json.loads(observation[0]["content"])["status"] == "pending"
-    assert isinstance(Database(DOMAIN.base()).get("orders", order["order_id"]), dict)
+    cancel = call("cancel_pending_order", order_id=order["order_id"], reason="no longer needed")
+    read = call("get_order_details", order_id=order["order_id"])
+    record = ("orders", order["order_id"])
+    kit.check_overlay(env, SPLITS["test"][0], cancel, read, "pending", record)

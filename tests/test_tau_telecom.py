@@ -1,7 +1,7 @@
 """TauTelecom-v0: the database, the phone's physics, the tools' rules, and dual-control tasks that
 are solvable, strict and not free.
 
-Every shipped task is played through the env by its gold turns with the scripted user (who does
+Every kit.shipped task is played through the env by its gold turns with the scripted user (who does
 the phone steps when asked): reward 1. A one-argument change to one write, the agent's or the
 customer's, loses the reward; the checks every domain shares are in test_tau_domains.py.
 """
@@ -12,12 +12,12 @@ import statistics
 import time
 
 import gymnasium as gym
-from tau_domain_checks import actions_of, call, fails, fixtures, one_write_each, shipped, writes_in
+import tau_domain_checks as kit
+from tau_domain_checks import actions_of, call, fails
 from tau_helpers import PROMPT_TOKENS, customer_server
 
 import tool_envs
 from tool_envs.core.tools import Toolset
-from tool_envs.tau.db import Database
 from tool_envs.tau.domains.telecom import DOMAIN, ENV_ID, PhoneTools, TauTelecomEnv
 from tool_envs.tau.domains.telecom import phone as physics
 from tool_envs.tau.domains.telecom.data import DEFAULT_APN, MAX_TOP_UP_GB
@@ -29,15 +29,15 @@ from tool_envs.tau.domains.telecom.tasks import (
     money,
 )
 
-SPLITS, ALL_TASKS, TABLES = shipped(DOMAIN)
+SPLITS, ALL_TASKS, TABLES = kit.shipped(DOMAIN)
 NO_OP_MESSAGE = "Is there anything else I can help you with?"
 
 gym.register_envs(tool_envs)
 if ENV_ID not in gym.registry:  # until the registry lists the domain
     gym.register(ENV_ID, entry_point=TauTelecomEnv, max_episode_steps=30)
 
-has_write = writes_in(WRITE_TOOLS)
-env, tools = fixtures(lambda: TauTelecomEnv(tasks=SPLITS["test"]), DOMAIN)
+has_write = kit.writes_in(WRITE_TOOLS)
+env, tools = kit.fixtures(lambda: TauTelecomEnv(tasks=SPLITS["test"]), DOMAIN)
 
 
 def play(env, task, turns):
@@ -152,7 +152,7 @@ def _perturb(action, number):
 def test_changing_one_argument_of_one_write_loses_the_reward(env):
     """Agent writes are changed in the agent's turn; phone steps in what the user does."""
     checked = {"assistant": 0, "user": 0}
-    for number, task, position in one_write_each(ALL_TASKS, WRITE_TOOLS):
+    for number, task, position in kit.one_write_each(ALL_TASKS, WRITE_TOOLS):
         turns = env.gold_turns(task)
         changed = copy.deepcopy(task)
         action = changed["reward_spec"]["actions"][position]
@@ -511,24 +511,14 @@ def _airplane_task():
     customer = TABLES["customers"][line["customer_id"]]
     number = line["phone_number"]
     fix = {"name": "toggle_airplane_mode", "arguments": {"phone_number": number, "enabled": False}}
-    task = {
-        "prompt": [
-            {"role": "system", "content": DOMAIN.policy},
-            {"role": "user", "content": "Hi, my phone suddenly has no service at all."},
-        ],
-        "env_id": ENV_ID,
-        "reward_spec": {"actions": [{**fix, "requestor": "user"}], "outputs": []},
-        "extra_info": {
-            "id": "telecom-handwritten",
-            "domain": "telecom",
-            "user_scenario": {
-                "reason_for_call": "Hi, my phone suddenly has no service at all.",
-                "known_info": {"phone_number": number, "name": customer["full_name"]},
-                "user_actions": [{**fix, "instruction": "turn off airplane mode",
-                                  "triggers": ["airplane mode"]}],
-            },
-        },
-    }  # fmt: skip
+    task = kit.hand_written(
+        DOMAIN,
+        "Hi, my phone suddenly has no service at all.",
+        [{**fix, "requestor": "user"}],
+        known_info={"phone_number": number, "name": customer["full_name"]},
+        user_actions=[{**fix, "instruction": "turn off airplane mode",
+                       "triggers": ["airplane mode"]}],
+    )  # fmt: skip
     return task, line, customer
 
 
@@ -571,23 +561,11 @@ def test_a_hand_written_troubleshooting_conversation_with_the_scripted_user(env)
     assert info["reward_info"]["user_device_calls"] == []
 
 
-def test_a_declined_confirmation_keeps_the_database():
-    task = next(t for t in SPLITS["train"] if t["extra_info"]["category"] == "declined")
-    environment = TauTelecomEnv(tasks=[task])
-    environment.reset(options={"task": task})
-    assert environment.step("Shall I go ahead and proceed?")[0][0]["content"].startswith("No")
-    environment.close()
-    assert not has_write(task) and task["reward_spec"]["outputs"]
-
-
 def test_database_overlay_is_per_episode(env):
     line = clean_line()
-    env.reset(options={"task": SPLITS["test"][0]})
-    env.step(call("suspend_line", line_id=line["line_id"], reason="temporary hold"))
-    env.reset(options={"task": SPLITS["test"][0]})
-    observation, *_ = env.step(call("get_line_details", line_id=line["line_id"]))
-    assert json.loads(observation[0]["content"])["status"] == "active"
-    assert isinstance(Database(DOMAIN.base()).get("lines", line["line_id"]), dict)
+    suspend = call("suspend_line", line_id=line["line_id"], reason="temporary hold")
+    read = call("get_line_details", line_id=line["line_id"])
+    kit.check_overlay(env, SPLITS["test"][0], suspend, read, "active", ("lines", line["line_id"]))
 
 
 def test_llm_user_episode_gets_the_phone_tools_and_counts_its_calls():
