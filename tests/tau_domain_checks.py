@@ -77,6 +77,12 @@ def fails(tools, name, message, **arguments):
     assert tools.db.hash() == before, "a failed write changed the database"
 
 
+def say(env, turn):
+    """Take one assistant turn; the text of the first message that comes back."""
+    observation, *_ = env.step(turn)
+    return observation[0]["content"]
+
+
 def play(env, task, turns):
     """Play assistant turns; return (reward, info, tool results) when the episode ends."""
     env.reset(options={"task": task})
@@ -156,6 +162,16 @@ def check_overlay(env, task, write, read, status, record):
     assert isinstance(Database(env.domain.base()).get(*record), dict)
 
 
+def check_openings(tasks, *identifiers):
+    """No task's first message volunteers an identifier (the agent has to ask): none of
+    ``identifiers`` and nothing the user knows."""
+    for row in tasks:
+        known = row["extra_info"]["user_scenario"]["known_info"]
+        opening = row["prompt"][-1]["content"]
+        assert not any(text in opening for text in identifiers), opening
+        assert not any(value in opening for value in known.values()), opening
+
+
 def one_write_each(tasks, write_tools):
     """``(number, task, position)`` for each task with a write: the position of the write to
     change, a different one from task to task."""
@@ -172,6 +188,16 @@ def turns_of(actions, outputs):
     if not any(a["name"] == "transfer_to_human_agents" for a in actions):
         turns.append("All done. For your information: " + "; ".join(outputs) + ".")
     return turns
+
+
+def changed_text(key, value):
+    """Another plausible value for a text argument of a write: a zip with its last digit
+    bumped, another apartment, or another street number."""
+    if key == "zip":
+        return value[:-1] + str((int(value[-1]) + 1) % 10)
+    if key in ("unit", "address2"):
+        return "Apt 2B" if value != "Apt 2B" else "Apt 3C"
+    return "12 " + value
 
 
 def check_changed_write_loses(env, tasks, write_tools, perturb):

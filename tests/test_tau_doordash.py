@@ -89,12 +89,8 @@ def _perturb(action, key):
         args[key] = next(city for city in CITY_NAMES if city != value)
     elif key == "state":
         args[key] = "NV" if value != "NV" else "UT"
-    elif key == "zip":
-        args[key] = value[:-1] + str((int(value[-1]) + 1) % 10)
-    elif key == "unit":
-        args[key] = "Apt 2B" if value != "Apt 2B" else "Apt 3C"
     else:
-        args[key] = "12 " + value
+        args[key] = kit.changed_text(key, value)
     assert args[key] != action["arguments"][key] or key in ("changes", "items")
     assert args != action["arguments"]
     return {"name": action["name"], "arguments": args}
@@ -158,12 +154,8 @@ def test_the_database_has_the_required_size_and_shape():
 
 def test_splits_cover_every_category_and_share_no_task():
     kit.check_splits(SPLITS, CATEGORY_WEIGHTS, {*WRITE_TOOLS, *kit.TAGS})
+    kit.check_openings(ALL_TASKS, "DD-", "@", "555")
     for row in ALL_TASKS:
-        scenario = row["extra_info"]["user_scenario"]
-        opening = row["prompt"][-1]["content"]
-        # The first message never volunteers an identifier: the agent has to ask.
-        assert "DD-" not in opening and "@" not in opening and "555" not in opening
-        assert not any(value in opening for value in scenario["known_info"].values())
         # Every task starts by authenticating the customer it is about.
         names = [a["name"] for a in actions_of(row)[:2]]
         assert names[0] in ("find_customer_by_email", "find_customer_by_phone")

@@ -60,12 +60,8 @@ def _perturb(action, key):
         args[key] = [spare[0] if spare else _other_variant(value[0], value), *value[1:]]
     elif key == "new_item_ids":
         args[key] = [_other_variant(value[0], [*value, *args["item_ids"]]), *value[1:]]
-    elif key == "zip":
-        args[key] = value[:-1] + str((int(value[-1]) + 1) % 10)
-    elif key == "address2":
-        args[key] = "Apt 2B" if value != "Apt 2B" else "Apt 3C"
     else:
-        args[key] = "12 " + value
+        args[key] = kit.changed_text(key, value)
     assert args[key] != value
     return {"name": action["name"], "arguments": args}
 
@@ -116,12 +112,7 @@ def test_the_database_has_the_required_size_and_shape():
 
 def test_splits_cover_every_category_and_share_no_task():
     kit.check_splits(SPLITS, CATEGORY_WEIGHTS, {*WRITE_TOOLS, *kit.TAGS})
-    for row in ALL_TASKS:
-        scenario = row["extra_info"]["user_scenario"]
-        opening = row["prompt"][-1]["content"]
-        # The first message never volunteers an identifier: the agent has to ask.
-        assert "#W" not in opening and "@" not in opening
-        assert not any(value in opening for value in scenario["known_info"].values())
+    kit.check_openings(ALL_TASKS, "#W", "@")
 
 
 # --------------------------------------------------------------------------- (6) tool rules
@@ -343,20 +334,18 @@ def test_a_hand_written_conversation_with_the_scripted_user(env):
                     "reason": "ordered by mistake"},
     )  # fmt: skip
     env.reset(options={"task": task})
-    observation, *_ = env.step("Sure. Could you please provide your email address?")
-    assert observation[0]["content"] == f"My email is {user['email']}."
-    observation, *_ = env.step(call("find_user_id_by_email", email=user["email"]))
-    assert observation[0]["content"] == user["user_id"]
+    reply = kit.say(env, "Sure. Could you please provide your email address?")
+    assert reply == f"My email is {user['email']}."
+    assert kit.say(env, call("find_user_id_by_email", email=user["email"])) == user["user_id"]
     env.step(call("get_user_details", user_id=user["user_id"]))
-    observation, *_ = env.step("Thanks. What is the order id, and the reason for cancelling?")
-    assert order["order_id"] in observation[0]["content"]
-    assert "ordered by mistake" in observation[0]["content"]
+    reply = kit.say(env, "Thanks. What is the order id, and the reason for cancelling?")
+    assert order["order_id"] in reply and "ordered by mistake" in reply
     env.step(call("get_order_details", order_id=order["order_id"]))
-    observation, *_ = env.step(
+    proposal = (
         f"I will cancel it; {money(refund)} dollars go back to the original payment method. "
         "Shall I proceed (yes/no)?"
     )
-    assert observation[0]["content"].startswith("Yes")
+    assert kit.say(env, proposal).startswith("Yes")
     observation, reward, terminated, _, _ = env.step(
         call("cancel_pending_order", order_id=order["order_id"], reason="ordered by mistake")
     )
