@@ -25,9 +25,10 @@ Tables (typed in :mod:`.records`; record keys are the record ids):
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import random
 from typing import Any
+
+from tool_envs.tau.db import SeedTables
 
 TODAY = "2024-05-15"
 NOW = "2024-05-15T15:00:00"
@@ -449,7 +450,5 @@ def generate_tables(seed: int = 0) -> dict[str, dict[str, dict[str, Any]]]:
     return {"flights": flights, "users": users, "reservations": reservations}
 
 
-@functools.cache
-def load_tables() -> dict[str, dict[str, dict[str, Any]]]:
-    """The domain's starting database (seed 0), generated once per process."""
-    return generate_tables(0)
+load_tables = SeedTables(generate_tables)
+"""The database of the shipped env (seed 0), built once per process; read-only."""

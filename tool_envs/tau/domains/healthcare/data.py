@@ -52,6 +52,7 @@ import functools
 import random
 from typing import Any, get_args
 
+from tool_envs.tau.db import SeedTables
 from tool_envs.tau.domains.healthcare.records import Service
 
 Tables = dict[str, dict[str, dict[str, Any]]]
@@ -809,11 +810,5 @@ def generate_tables(seed: int = 0) -> Tables:
     }
 
 
-@functools.cache
-def load_tables() -> Tables:
-    """The healthcare database of the shipped env (seed 0), built once per process.
-
-    The result is shared: treat it as read-only (episodes change records through
-    :class:`tool_envs.tau.db.Database`, never these dicts).
-    """
-    return generate_tables(0)
+load_tables = SeedTables(generate_tables)
+"""The database of the shipped env (seed 0), built once per process; read-only."""
