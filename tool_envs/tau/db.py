@@ -14,12 +14,10 @@ Tools read records with :meth:`Database.get` (never mutate what it returns) and 
 from __future__ import annotations
 
 import copy
-import functools
 import hashlib
 import json
 import pickle
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 Record = dict[str, Any]
@@ -33,25 +31,6 @@ def record_hash(table: str, key: str, record: Any) -> int:
     """A 256-bit hash of one record in its canonical JSON form (sorted keys, no spaces)."""
     text = json.dumps([table, key, record], sort_keys=True, separators=(",", ":"))
     return int.from_bytes(hashlib.sha256(text.encode()).digest(), "big")
-
-
-@dataclass(frozen=True)
-class SeedTables:
-    """A domain's ``load_tables``: the tables ``generate(0)`` builds, once per process.
-
-    The result is shared: treat it as read-only (episodes change records through
-    :class:`Database`, never these dicts).
-    """
-
-    generate: Callable[[int], Any]
-
-    def __call__(self) -> Any:
-        return _generated(self.generate)
-
-
-@functools.cache
-def _generated(generate: Callable[[int], Any]) -> Any:
-    return generate(0)
 
 
 class BaseTables:

@@ -39,7 +39,7 @@ import datetime as dt
 import random
 from typing import Any
 
-from tool_envs.tau.db import SeedTables
+from tool_envs.tau.datagen import SeedTables
 
 Tables = dict[str, dict[str, dict[str, Any]]]
 
