@@ -70,6 +70,16 @@ class DatabaseTools:
             raise ValueError(f"{what} {shown} not found{hint}")
         return record
 
+    def _find(
+        self, table: str, index: str, key_of: Callable[[Record], Any], key: Any, missing: str
+    ) -> str:
+        """The key of the (first) record whose ``key_of(record)`` is ``key``, found through the
+        index ``index``; a ValueError saying ``missing`` if there is none."""
+        found = self.db.lookup(table, index, key_of, key)
+        if not found:
+            raise ValueError(missing)
+        return found[0]
+
     # -- answers -------------------------------------------------------------------------------
     def _dumps(self, value: Any) -> str:
         return json.dumps(value, ensure_ascii=self.ensure_ascii)

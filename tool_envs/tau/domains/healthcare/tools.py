@@ -213,10 +213,9 @@ class HealthcareTools(DomainTools):
             date_of_birth: The patient's date of birth, 'YYYY-MM-DD'.
         """
         key = (first_name.strip().lower(), last_name.strip().lower(), _parse_date(date_of_birth))
-        found = self.db.lookup("patients", "name_dob", _name_dob_key, key)
-        if not found:
-            raise ValueError("no patient matches these details")
-        return found[0]
+        return self._find(
+            "patients", "name_dob", _name_dob_key, key, "no patient matches these details"
+        )
 
     @tool
     def find_patient_by_member_id(self, member_id: str, date_of_birth: str) -> str:
