@@ -421,17 +421,16 @@ def test_appointment_changes_need_a_scheduled_appointment(tools):
     assert TABLES["appointments"][scheduled["appointment_id"]]["start"] == scheduled["start"]
 
 
+def _refused_to_a_stranger(tools, name, owner, **arguments):
+    """The call, made for another patient than ``owner``, fails: 'is not one of' theirs."""
+    stranger = next(p for p in TABLES["patients"] if p != owner)
+    fails(tools, name, "is not one of", patient_id=stranger, **arguments)
+
+
 def test_refill_rules(tools):
     due = first("prescriptions", lambda r: rules.refillable(r) and rules.refill_due(r))
     owner = due["patient_id"]
-    stranger = next(p for p in TABLES["patients"] if p != owner)
-    fails(
-        tools,
-        "request_refill",
-        "is not one of",
-        patient_id=stranger,
-        prescription_id=due["prescription_id"],
-    )
+    _refused_to_a_stranger(tools, "request_refill", owner, prescription_id=due["prescription_id"])
     for where, message in (
         (lambda r: r["status"] == "discontinued", "only active"),
         (lambda r: r["status"] == "expired", "only active"),
@@ -470,30 +469,14 @@ def test_refill_timing_follows_the_policy_arithmetic():
 def test_claim_rules(tools):
     visit = first("appointments", rules.can_file_claim)
     patient_id = visit["patient_id"]
-    stranger = next(p for p in TABLES["patients"] if p != patient_id)
-    fails(
-        tools,
-        "file_claim",
-        "is not one of",
-        patient_id=stranger,
-        appointment_id=visit["appointment_id"],
-    )
-    no_show = first("appointments", lambda a: a["status"] == "no-show")
-    fails(
-        tools,
-        "file_claim",
-        "only be filed for completed",
-        patient_id=no_show["patient_id"],
-        appointment_id=no_show["appointment_id"],
-    )
-    claimed = first("appointments", lambda a: a.get("claim_id") is not None)
-    fails(
-        tools,
-        "file_claim",
-        "already has claim",
-        patient_id=claimed["patient_id"],
-        appointment_id=claimed["appointment_id"],
-    )
+    _refused_to_a_stranger(tools, "file_claim", patient_id, appointment_id=visit["appointment_id"])
+    for where, message in (
+        (lambda a: a["status"] == "no-show", "only be filed for completed"),
+        (lambda a: a.get("claim_id") is not None, "already has claim"),
+    ):
+        other = first("appointments", where)
+        ids = {"patient_id": other["patient_id"], "appointment_id": other["appointment_id"]}
+        fails(tools, "file_claim", message, **ids)
     claim = json.loads(
         tools("file_claim", patient_id=patient_id, appointment_id=visit["appointment_id"])
     )
@@ -522,41 +505,24 @@ def test_claim_rules(tools):
 def test_coverage_answers(tools):
     plan_of = {p: TABLES["plans"][r["plan_id"]] for p, r in TABLES["patients"].items()}
     patient_id = next(p for p, plan in plan_of.items() if plan["plan_id"] == "CAS-HMO")
-    derm = next(
-        p
-        for p in TABLES["providers"].values()
-        if p["specialty"] == "Dermatology" and "Cascade" in p["networks"]
-    )
-    result = json.loads(
-        tools(
-            "check_coverage",
-            patient_id=patient_id,
-            service="specialist visit",
-            provider_id=derm["provider_id"],
+
+    def dermatologist(in_network):
+        return next(
+            p["provider_id"]
+            for p in TABLES["providers"].values()
+            if p["specialty"] == "Dermatology" and ("Cascade" in p["networks"]) == in_network
         )
-    )
+
+    def coverage(provider_id):
+        arguments = {"patient_id": patient_id, "provider_id": provider_id}
+        return json.loads(tools("check_coverage", service="specialist visit", **arguments))
+
+    derm = dermatologist(True)
+    result = coverage(derm)
     assert result["in_network"] and result["copay"] == 45 and result["referral_required"]
-    fails(
-        tools,
-        "check_coverage",
-        "does not give",
-        patient_id=patient_id,
-        service="lab work",
-        provider_id=derm["provider_id"],
-    )
-    outside = next(
-        p
-        for p in TABLES["providers"].values()
-        if p["specialty"] == "Dermatology" and "Cascade" not in p["networks"]
-    )
-    result = json.loads(
-        tools(
-            "check_coverage",
-            patient_id=patient_id,
-            service="specialist visit",
-            provider_id=outside["provider_id"],
-        )
-    )
+    fails(tools, "check_coverage", "does not give",
+          patient_id=patient_id, service="lab work", provider_id=derm)  # fmt: skip
+    result = coverage(dermatologist(False))
     assert result["in_network"] is False and result["covered"] is False
 
 
