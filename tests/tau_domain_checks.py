@@ -56,9 +56,8 @@ def writes_in(write_tools):
     return lambda task: any(a["name"] in write_tools for a in actions_of(task))
 
 
-def fixtures(make_env, domain):
-    """The fixtures ``env`` (``make_env()`` once for the module, then closed) and ``tools``
-    (:func:`tool_runner` over a fresh episode database per test)."""
+def env_fixture(make_env):
+    """A module fixture ``env``: ``make_env()`` once for the module's tests, then closed."""
 
     @pytest.fixture(scope="module", name="env")
     def env():
@@ -66,7 +65,13 @@ def fixtures(make_env, domain):
         yield environment
         environment.close()
 
-    return env, pytest.fixture(name="tools")(lambda: tool_runner(domain))
+    return env
+
+
+def fixtures(make_env, domain):
+    """The fixtures ``env`` (:func:`env_fixture`) and ``tools`` (:func:`tool_runner` over a
+    fresh episode database per test)."""
+    return env_fixture(make_env), pytest.fixture(name="tools")(lambda: tool_runner(domain))
 
 
 def fails(tools, name, message, **arguments):
