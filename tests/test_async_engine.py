@@ -11,7 +11,13 @@ from tool_envs.rollout import AsyncRolloutEngine, RolloutConfig, RolloutEngine, 
 from tool_envs.rollout.engine import Rollout
 
 gym.register_envs(tool_envs)
-FAMILIES = [k for k in gym.registry if k.startswith("tool_envs/")]
+# The package's own envs: test files register test domains under the same namespace, and which
+# of them are imported before this line depends on the order files are collected in.
+FAMILIES = [
+    env_id
+    for env_id, spec in gym.registry.items()
+    if env_id.startswith("tool_envs/") and str(spec.entry_point).startswith("tool_envs.")
+]
 
 
 @pytest.fixture(scope="module")

@@ -337,9 +337,11 @@ def test_tau_bench_tasks_convert_to_rows_that_play(tmp_path):
 def test_dual_control_gold_needs_the_user_to_act_on_the_device():
     env = BankDualEnv(tasks=[dual_row(5)])
     env.reset(seed=0)
-    turns = env.gold_turns(dual_row(5))
+    ask, *turns = env.gold_turns(dual_row(5))
+    assert ask == "To help you with that, could you please give me your email?"
     assert turns[1] == "Please unlock your card in the app now, then tell me what you see."
     env.reset(options={"task": dual_row(5)})
+    env.step(ask)
     env.step(turns[0])
     obs, *_ = env.step(turns[1])
     assert obs[0]["content"].startswith("OK, I did that (unlock your card in the app).")
@@ -355,7 +357,7 @@ def test_dual_control_gold_needs_the_user_to_act_on_the_device():
     assert reward == 0.0 and not info["reward_info"]["db_match"]
     strict = BankDualEnv(tasks=[dual_row(5)], reward_basis=["db", "actions"])
     strict.reset(options={"task": dual_row(5)})
-    for turn in turns:
+    for turn in [ask, *turns]:
         *_, info = strict.step(turn)
     assert info["reward_info"]["actions"] == {
         'find_account({"email": "user5@bank.test"})': True,

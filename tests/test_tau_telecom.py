@@ -165,8 +165,9 @@ def test_changing_one_argument_of_one_write_loses_the_reward(env):
                          and e["arguments"] == original["arguments"])  # fmt: skip
             entry["arguments"] = action["arguments"]
             changed["reward_spec"] = task["reward_spec"]  # the gold stays as it was
-        else:
-            turns[position] = call(action["name"], **action["arguments"])
+        else:  # the gold conversation also asks and confirms: find the call's own turn
+            at = turns.index(call(original["name"], **original["arguments"]))
+            turns[at] = call(action["name"], **action["arguments"])
             changed = task
         reward, info, _, _ = play(env, changed, turns)
         assert reward == 0.0, (task["extra_info"]["id"], original, action)

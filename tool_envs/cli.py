@@ -28,6 +28,66 @@ def _split_size(text: str) -> tuple[str, int]:
     return name, int(count)
 
 
+def _add_tau_tasks_parser(commands: Any) -> None:
+    from tool_envs.tau.task_set import DOMAINS
+
+    tasks = commands.add_parser(
+        "tau-tasks",
+        help="write a generated task set of a tau domain, any size, customers held out (offline)",
+    )
+    tasks.add_argument("--domain", required=True, choices=DOMAINS, help="which tau domain")
+    tasks.add_argument("--out", required=True, help="dataset folder to write")
+    tasks.add_argument(
+        "--split",
+        action="append",
+        type=_split_size,
+        metavar="NAME=COUNT",
+        help="a split and its size, repeatable (default: train=2000 test=100 heldout=200)",
+    )
+    tasks.add_argument(
+        "--category",
+        action="append",
+        metavar="NAME",
+        help="a task category to draw, repeatable (default: all, in the domain's shares)",
+    )
+    tasks.add_argument(
+        "--heldout-split",
+        action="append",
+        metavar="NAME",
+        help="a split whose customers no other split uses (default: heldout, if it is a split)",
+    )
+    tasks.add_argument(
+        "--heldout-share",
+        type=float,
+        default=0.2,
+        help="share of the customers kept for the held-out splits (default 0.2)",
+    )
+    tasks.add_argument("--seed", type=int, default=0)
+
+
+def _tau_tasks_command(args: Any) -> int:
+    from tool_envs.tau.task_set import write_task_set
+
+    sizes = dict(args.split or [("train", 2000), ("test", 100), ("heldout", 200)])
+    heldout = args.heldout_split or [name for name in ("heldout",) if name in sizes]
+    try:
+        folder = write_task_set(
+            args.out,
+            args.domain,
+            sizes,
+            categories=args.category,
+            heldout_splits=heldout,
+            heldout_share=args.heldout_share,
+            seed=args.seed,
+        )
+    except (ValueError, RuntimeError) as exc:
+        print(f"tool-envs tau-tasks: error: {exc}", file=sys.stderr)
+        return 2
+    shown = ", ".join(f"{name} {count}" for name, count in sizes.items())
+    print(f"wrote {shown} {args.domain} tasks to {folder}")
+    return 0
+
+
 def _add_eval_parser(commands: Any) -> None:
     run = commands.add_parser(
         "eval",
@@ -260,6 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--difficulty", type=int, choices=(1, 2, 3), help="operations per task (default: a mix)"
     )
     tasks.add_argument("--seed", type=int, default=0)
+    _add_tau_tasks_parser(commands)
     _add_eval_parser(commands)
     check = commands.add_parser(
         "check", help="run gymnasium's check_env and one gold episode on an env"
@@ -316,6 +377,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         folder = write_task_set(args.out, sizes, difficulty=args.difficulty, seed=args.seed)
         shown = ", ".join(f"{name} {count}" for name, count in sizes.items())
         print(f"wrote {shown} Calculator-v0 tasks to {folder}")
+    elif args.command == "tau-tasks":
+        return _tau_tasks_command(args)
     elif args.command == "eval":
         from tool_envs.eval.commands import eval_command
         from tool_envs.eval.runner import EvalConfig

@@ -19,13 +19,18 @@ from tool_envs.core.tools import Toolset
 from tool_envs.errors import EnvConfigError
 from tool_envs.tau.db import Database
 from tool_envs.tau.domain import DatabaseTools, Domain, DomainTools
-from tool_envs.tau.task import TauRewardSpec, UserScenario, parse_reward_spec, parse_scenario
+from tool_envs.tau.gold import gold_conversation
+from tool_envs.tau.task import (
+    TauRewardSpec,
+    UserScenario,
+    action_key,
+    parse_reward_spec,
+    parse_scenario,
+)
 from tool_envs.tau.users.base import STOP, DeviceTools, UserSimulator
 
 REWARD_BASES = ("db", "outputs", "actions")
 _NOT_COMPARED = frozenset({"think", "calculate"})
-# Free-text arguments no two agents write alike: the call itself is what counts.
-_NAME_ONLY = frozenset({"transfer_to_human_agents"})
 
 
 def normalise_text(text: str) -> str:
@@ -145,37 +150,16 @@ class TauEnv(ToolEnv):
         return self.domain.load_splits()
 
     def gold_turns(self, task: Mapping[str, Any]) -> list[str] | None:
-        """Each gold action as one turn, then a report with the outputs.
+        """The gold conversation: ask for what the user knows, confirm each change, report.
 
-        An agent action is a Hermes tool call; a user (device) action is a message asking the
-        user to do it, in the words of the scenario's matching ``user_actions`` entry.
+        See :mod:`tool_envs.tau.gold`. A user (device) action is a message asking the user to do
+        it, in the words of the scenario's matching ``user_actions`` entry.
         """
-        spec = parse_reward_spec(task["reward_spec"])
-        asks = {
-            _action_key(a.name, a.arguments): a.instruction
-            for a in parse_scenario(task["extra_info"]).user_actions
-        }
-        turns = []
-        for action in spec.actions:
-            if action.requestor == "user":
-                instruction = asks.get(_action_key(action.name, action.arguments))
-                if instruction is None:
-                    return None  # the scenario does not say how to ask for it
-                turns.append(f"Please {instruction} now, then tell me what you see.")
-                continue
-            call = {"name": action.name, "arguments": action.arguments}
-            turns.append("<tool_call>\n" + json.dumps(call) + "\n</tool_call>")
-        report = "All done."
-        if spec.outputs:
-            report += " For your information: " + "; ".join(spec.outputs) + "."
-        if spec.actions and spec.actions[-1].name == "transfer_to_human_agents":
-            if spec.outputs:  # say what must be said, then ask before handing over
-                facts = "; ".join(spec.outputs)
-                ask = f"Before I transfer you: {facts}. Shall I transfer you to a human agent now?"
-                turns.insert(len(turns) - 1, ask)
-        else:
-            turns.append(report)
-        return turns
+        return gold_conversation(
+            parse_reward_spec(task["reward_spec"]),
+            parse_scenario(task["extra_info"]),
+            writes=lambda name: name in self._toolset.names and self._toolset[name].writes,
+        )
 
     def check_task(self, task: dict[str, Any]) -> None:
         parse_reward_spec(task["reward_spec"])
@@ -221,10 +205,10 @@ class TauEnv(ToolEnv):
             passed.append(all(info["outputs"].values()))
         if "actions" in self.reward_basis:
             device_calls = self._device.calls if self._device is not None else []
-            made = {_action_key(c.name, c.arguments) for c, _ in [*self._call_log, *device_calls]}
+            made = {action_key(c.name, c.arguments) for c, _ in [*self._call_log, *device_calls]}
             info["actions"] = {
                 f"{a.name}({json.dumps(a.arguments, sort_keys=True)})": (
-                    _action_key(a.name, a.arguments) in made
+                    action_key(a.name, a.arguments) in made
                 )
                 for a in self._spec.actions
                 if a.name not in _NOT_COMPARED
@@ -296,7 +280,3 @@ class TauEnv(ToolEnv):
         self._domain_tools.db = db
         if self._user_tools is not None:
             self._user_tools.db = db
-
-
-def _action_key(name: str, arguments: Mapping[str, Any]) -> str:
-    return name if name in _NAME_ONLY else name + json.dumps(arguments, sort_keys=True)

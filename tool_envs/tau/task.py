@@ -13,6 +13,7 @@ user needs::
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -107,6 +108,17 @@ class UserScenario(BaseModel):
         if self.task_instructions:
             parts.append(self.task_instructions)
         return "\n".join(part for part in parts if part)
+
+
+# Free-text arguments no two agents write alike: the call itself is what counts.
+NAME_ONLY_ACTIONS = frozenset({"transfer_to_human_agents"})
+
+
+def action_key(name: str, arguments: Mapping[str, Any]) -> str:
+    """What makes two calls the same action (name and arguments, or the name alone)."""
+    if name in NAME_ONLY_ACTIONS:
+        return name
+    return name + json.dumps(arguments, sort_keys=True)
 
 
 def parse_reward_spec(reward_spec: Mapping[str, Any]) -> TauRewardSpec:

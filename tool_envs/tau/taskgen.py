@@ -4,14 +4,19 @@ A domain declares a :class:`TaskSource`: its categories and their shares, the
 :class:`TaskContext` they draw from, and how a draft is finished. :meth:`TaskSource.generate`
 deals the categories into splits, drops a task already drawn, replays the gold calls of every
 candidate on a fresh database and keeps only those that succeed.
+
+For training sets it can also hold customers out: with ``heldout_splits``, a stable share of the
+customers (by hash of their id and the seed) appear only in those splits, so a held-out split
+measures a policy on people and orders no training task used.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -115,6 +120,8 @@ class TaskSource(Generic[C]):
         tags_field: The ``extra_info`` field that holds a finished task's tags.
         sizes: Default split sizes.
         attempts_per_task: Draws allowed per task before a category is declared impossible.
+        subject_of: The id of the customer a draft is about (None: the domain cannot hold
+            customers out of splits).
     """
 
     domain: str
@@ -129,23 +136,35 @@ class TaskSource(Generic[C]):
     tags_field: str = "tags"
     sizes: Mapping[str, int] = field(default_factory=lambda: {"train": 600, "test": 120})
     attempts_per_task: int = 200
+    subject_of: Callable[[Any], str] | None = None
 
     def generate(
-        self, sizes: Mapping[str, int] | None = None, seed: int = 0
+        self,
+        sizes: Mapping[str, int] | None = None,
+        seed: int = 0,
+        *,
+        categories: Sequence[str] | None = None,
+        heldout_splits: Collection[str] = (),
+        heldout_share: float = 0.2,
     ) -> dict[str, list[dict[str, Any]]]:
         """Task rows per split (default :attr:`sizes`); no task is in two splits.
 
-        Each split holds every category in the proportions of :attr:`weights`; the rows of a
-        split are shuffled; a task's ``extra_info`` names its split, category and tags.
+        Each split holds the categories (all, or ``categories``) in the proportions of
+        :attr:`weights`; the rows of a split are shuffled; a task's ``extra_info`` names its
+        split, category and tags. With ``heldout_splits``, customers whose hashed id falls in
+        ``heldout_share`` are the only ones in those splits and never appear in the others.
         """
+        weights = self._weights(categories)
+        pools = self._pools(sizes or self.sizes, heldout_splits, heldout_share)
         rng = random.Random(seed)
         ctx = self.context(self.load_tables())
         seen: set[str] = set()
         splits: dict[str, list[dict[str, Any]]] = {}
         for split, size in dict(sizes or self.sizes).items():
             drawn: list[tuple[str, Finished]] = []
-            for category, quota in category_quotas(self.weights, size).items():
-                drawn += self._draw(rng, ctx, category, quota, seen)
+            in_pool = None if pools is None else _in_share(heldout_share, seed, pools[split])
+            for category, quota in category_quotas(weights, size).items():
+                drawn += self._draw(rng, ctx, category, quota, seen, in_pool)
             rng.shuffle(drawn)
             splits[split] = [
                 self._row(split, number, category, finished)
@@ -176,8 +195,40 @@ class TaskSource(Generic[C]):
             user_tools=user_tools,
         )
 
+    def _weights(self, categories: Sequence[str] | None) -> Mapping[str, float]:
+        if categories is None:
+            return self.weights
+        unknown = sorted(set(categories) - set(self.weights))
+        if unknown or not categories:
+            raise ValueError(
+                f"{self.domain} has no task categories {unknown or list(categories)}; "
+                f"choose from {sorted(self.weights)}"
+            )
+        return {name: weight for name, weight in self.weights.items() if name in categories}
+
+    def _pools(
+        self, sizes: Mapping[str, int], heldout_splits: Collection[str], share: float
+    ) -> dict[str, bool] | None:
+        """Per split, whether it draws the held-out customers (None: no customer is held out)."""
+        if not heldout_splits:
+            return None
+        if self.subject_of is None:
+            raise ValueError(f"{self.domain}'s tasks cannot hold customers out of splits")
+        missing = sorted(set(heldout_splits) - set(sizes))
+        if missing:
+            raise ValueError(f"held-out splits {missing} are not among the splits {list(sizes)}")
+        if not 0.0 < share < 1.0:
+            raise ValueError(f"heldout_share must be between 0 and 1, got {share}")
+        return {split: split in heldout_splits for split in sizes}
+
     def _draw(
-        self, rng: random.Random, ctx: C, category: str, quota: int, seen: set[str]
+        self,
+        rng: random.Random,
+        ctx: C,
+        category: str,
+        quota: int,
+        seen: set[str],
+        in_pool: Callable[[str], bool] | None = None,
     ) -> list[tuple[str, Finished]]:
         drawn: list[tuple[str, Finished]] = []
         attempts = 0
@@ -186,6 +237,8 @@ class TaskSource(Generic[C]):
             if attempts > self.attempts_per_task * (quota + 1):
                 raise RuntimeError(f"cannot generate enough '{category}' tasks")
             draft = self.categories[category](rng, ctx)
+            if draft is not None and in_pool is not None and not in_pool(self.subject_of(draft)):
+                continue
             finished = None if draft is None else self.finish(rng, ctx, draft, category)
             if finished is None:
                 continue
@@ -211,6 +264,16 @@ class TaskSource(Generic[C]):
             outputs=outputs,
             extra_info={"split": split, "category": category, self.tags_field: tags},
         )
+
+
+def _in_share(share: float, seed: int, inside: bool) -> Callable[[str], bool]:
+    """Whether a customer id belongs to a split's pool: the held-out share, or the rest."""
+
+    def held(subject: str) -> bool:
+        digest = hashlib.sha256(f"{seed}:{subject}".encode()).digest()
+        return (int.from_bytes(digest[:8], "big") / 2**64 < share) == inside
+
+    return held
 
 
 @functools.cache

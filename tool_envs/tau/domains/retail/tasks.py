@@ -837,6 +837,7 @@ TASKS = TaskSource(
     weights=CATEGORY_WEIGHTS,
     categories=_CATEGORIES,
     finish=_WRITER.named_finish(_authentication, _TRAITS),
+    subject_of=lambda draft: draft.subject["user_id"],
 )
 """Retail's tasks; ``extra_info["tags"]`` names the write tools a task uses, ``multi_step``,
 ``multi_item``, ``refusal``, ``transfer``, ``info``, ``declined`` and ``outputs``."""

@@ -1,0 +1,94 @@
+"""The gold conversation of every tau domain is one an agent could have had (tool_envs.tau.gold).
+
+SFT learns from gold episodes, so a gold call may only use what the agent was told: a value the
+user knows reaches a tool call only after the user (or a tool) said it. Each change comes right
+after the user's yes, and the user speaks between the agent's turns, as in the episodes GRPO
+plays.
+"""
+
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import pytest
+
+import tool_envs
+from tool_envs.tau.gold import ASK_PREFIX, CONFIRM_SUFFIX
+from tool_envs.tau.task import parse_scenario
+from tool_envs.tau.tools import write_tool_names
+
+gym.register_envs(tool_envs)
+
+DOMAINS = ["TauRetail-v0", "TauAirline-v0", "TauTelecom-v0", "TauHealthcare-v0", "TauDoordash-v0"]
+
+
+def leaves(value):
+    """The strings inside a JSON value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from leaves(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from leaves(item)
+
+
+def gold_transcript(env, task) -> list[dict]:
+    """The messages of the task's gold episode, which must solve it."""
+    env.reset(options={"task": task})
+    for turn in env.gold_turns(task):
+        _, reward, terminated, truncated, _ = env.step(turn)
+    assert terminated and not truncated and reward == 1.0, task["extra_info"]["id"]
+    return env.messages
+
+
+@pytest.fixture(scope="module", params=DOMAINS)
+def domain_env(request):
+    env = gym.make(f"tool_envs/{request.param}").unwrapped
+    yield env, env.task_splits()["test"]
+    env.close()
+
+
+def test_gold_calls_use_only_what_the_user_or_a_tool_said(domain_env):
+    env, tasks = domain_env
+    checked = 0
+    for task in tasks:
+        known = set(leaves(parse_scenario(task["extra_info"]).known_info))
+        said = ""
+        for message in gold_transcript(env, task):
+            for tool_call in message.get("tool_calls") or []:
+                arguments = tool_call["function"]["arguments"]
+                if isinstance(arguments, str):
+                    arguments = json.loads(arguments)
+                for value in set(leaves(arguments)) & known:
+                    assert value in said, (task["extra_info"]["id"], tool_call["function"])
+                    checked += 1
+            said += f"{message.get('content') or ''}\n"
+    assert checked > len(tasks)  # identities at least: the check is not vacuous
+
+
+def test_each_change_follows_the_users_yes_and_the_user_speaks_between_turns(domain_env):
+    env, tasks = domain_env
+    writes = set(write_tool_names(env.domain.tools))
+    multi_turn = 0
+    for task in tasks:
+        scenario = parse_scenario(task["extra_info"])
+        messages = gold_transcript(env, task)[1:]  # after the system prompt
+        if scenario.known_info:
+            assert messages[1]["role"] == "assistant"
+            assert messages[1]["content"].startswith(ASK_PREFIX)
+            assert messages[2]["role"] == "user"
+        for at, message in enumerate(messages):
+            names = [c["function"]["name"] for c in message.get("tool_calls") or []]
+            if writes & set(names) and scenario.confirm:
+                ask, answer = messages[at - 2], messages[at - 1]
+                assert ask["content"].endswith(CONFIRM_SUFFIX), task["extra_info"]["id"]
+                assert answer == {"role": "user", "content": "Yes, please go ahead."}
+        roles = [m["role"] for m in messages]
+        policy_turns = roles.count("assistant")
+        first, last = roles.index("assistant"), len(roles) - 1 - roles[::-1].index("assistant")
+        if policy_turns >= 3 and "user" in roles[first:last]:
+            multi_turn += 1
+    assert multi_turn >= 0.9 * len(tasks)
