@@ -9,6 +9,20 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+@pytest.fixture
+def offline_datasets(monkeypatch, tmp_path_factory):
+    """Never reach the network, and keep the datasets cache out of the user's home (for the
+    modules that load datasets: ``pytestmark = pytest.mark.usefixtures("offline_datasets")``)."""
+    import datasets
+
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
+    monkeypatch.setattr(
+        datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.getbasetemp() / "hf_cache"
+    )
+    datasets.disable_progress_bars()
+
+
 # --------------------------------------------------------------------------- real vLLM engines
 # Session-scoped: an engine takes 15-40 s to start on 2 cores, and vLLM allows one in-process
 # engine per process. Tests that use these carry the `vllm` marker (tests/vllm_helpers.py).

@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from http_helpers import send_json, serving
+
 Plan = Callable[[int, int], bool]  # (task position, episode number of that task) -> right?
 
 PROMPT_TOKENS_PER_MESSAGE = 10
@@ -79,12 +81,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status: int, body: dict[str, Any]) -> None:
-        raw = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
+        send_json(self, status, body)
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -196,15 +193,8 @@ def _completion(
 def serve(tasks: list[dict[str, Any]], plan: Plan = default_plan) -> Iterator[CalculatorChatServer]:
     """Run the server in a thread for the duration of a ``with``/fixture."""
     server = CalculatorChatServer(tasks, plan)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01})
-    thread.start()
-    try:
+    with serving(server):
         yield server
-    finally:
-        server.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 def requests_of_plan(right: bool, gold_calls: int) -> int:

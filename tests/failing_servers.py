@@ -13,11 +13,12 @@ FaultProxy (tests/vllm_helpers.py) or from the customer server (tests/tau_helper
 from __future__ import annotations
 
 import socket
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from http_helpers import send_bytes, serving
 
 GARBAGE = b'{"choices": [ this is not json'
 
@@ -45,11 +46,7 @@ class _Garbage(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(GARBAGE)))
-        self.end_headers()
-        self.wfile.write(GARBAGE)
+        send_bytes(self, 200, GARBAGE)
 
 
 @contextmanager
@@ -57,11 +54,5 @@ def garbage_url() -> Iterator[str]:
     """A base URL whose server answers 200 with a body that is not JSON."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Garbage)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01})
-    thread.start()
-    try:
+    with serving(server):
         yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)

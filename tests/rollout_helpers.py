@@ -90,3 +90,21 @@ class ReplayBackend:
         text = self.tokenizer.decode(prompt)
         await asyncio.sleep(next((d for q, d in self.delays.items() if q in text), 0.0))
         return self._turn(prompt, max_tokens, settings)
+
+
+def tiny_grpo_config(output_dir, **fields):
+    """A GRPOConfig for a one-step CPU run of a tiny model: no reports or checkpoints, one GRPO
+    group of 4 with short completions, unless ``fields`` say otherwise."""
+    import trl
+
+    defaults = {
+        "output_dir": str(output_dir),
+        "use_cpu": True,
+        "report_to": "none",
+        "save_strategy": "no",
+        "per_device_train_batch_size": 4,
+        "num_generations": 4,
+        "max_completion_length": 32,
+        "max_steps": 1,
+    }
+    return trl.GRPOConfig(**{**defaults, **fields})

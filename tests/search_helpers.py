@@ -31,6 +31,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from http_helpers import send_json, serving
+
 TAVILY_KEY = "tvly-test-key"
 SERPER_KEY = "serper-test-key"
 BING_KEY = "bing-test-key"
@@ -193,27 +195,15 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, answer)
 
     def _send(self, status: int, body: Any) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, status, body)
 
 
 @contextmanager
 def json_server(answer: Answer, **options: Any) -> Iterator[JSONServer]:
     """Run a :class:`JSONServer` for the duration of a ``with`` block."""
     server = JSONServer(answer, **options)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01})
-    thread.start()
-    try:
+    with serving(server):
         yield server
-    finally:
-        server.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 # -- Tavily ----------------------------------------------------------------------------------------

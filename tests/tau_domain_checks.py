@@ -1,17 +1,22 @@
-"""Helpers the tau domain test files share: write a tool-call turn, read gold actions, play
-assistant turns through an env to the end of the episode."""
+"""Helpers the tau domain test files share: write a tool-call turn, read gold actions, the
+``env`` and ``tools`` fixtures, an expected tool error, play assistant turns through an env to
+the end of the episode."""
 
 from __future__ import annotations
 
 import json
 import runpy
+import statistics
 import time
+from collections import Counter
 from pathlib import Path
+
+import pytest
 
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.core.tools import Toolset
 from tool_envs.data import load_tasks, validate_row
-from tool_envs.tau.db import BaseTables
+from tool_envs.tau.db import BaseTables, Database
 from tool_envs.tau.task import parse_reward_spec
 
 
@@ -40,6 +45,49 @@ def tool_runner(domain):
     return run
 
 
+def shipped(domain):
+    """The domain's shipped splits, all their rows, and its base tables."""
+    splits = domain.load_splits()
+    return splits, [row for rows in splits.values() for row in rows], domain.load_tables()
+
+
+def writes_in(write_tools):
+    """``has_write(task)``: whether the task's gold calls one of ``write_tools``."""
+    return lambda task: any(a["name"] in write_tools for a in actions_of(task))
+
+
+def env_fixture(make_env):
+    """A module fixture ``env``: ``make_env()`` once for the module's tests, then closed."""
+
+    @pytest.fixture(scope="module", name="env")
+    def env():
+        environment = make_env()
+        yield environment
+        environment.close()
+
+    return env
+
+
+def fixtures(make_env, domain):
+    """The fixtures ``env`` (:func:`env_fixture`) and ``tools`` (:func:`tool_runner` over a
+    fresh episode database per test)."""
+    return env_fixture(make_env), pytest.fixture(name="tools")(lambda: tool_runner(domain))
+
+
+def fails(tools, name, message, **arguments):
+    """The call is an error message that says ``message``, and it changed nothing."""
+    before = tools.db.hash()
+    result = tools(name, **arguments)
+    assert result.startswith("Error: ") and message in result, result
+    assert tools.db.hash() == before, "a failed write changed the database"
+
+
+def say(env, turn):
+    """Take one assistant turn; the text of the first message that comes back."""
+    observation, *_ = env.step(turn)
+    return observation[0]["content"]
+
+
 def play(env, task, turns):
     """Play assistant turns; return (reward, info, tool results) when the episode ends."""
     env.reset(options={"task": task})
@@ -51,6 +99,126 @@ def play(env, task, turns):
             assert number == len(turns), "the episode ended before the last turn"
             return reward, info, results
     raise AssertionError("the episode did not end")
+
+
+def hand_written(domain, opening, actions, outputs=(), *, task_id="handwritten", **scenario):
+    """A task row written by hand: the domain's policy and the user's ``opening``, the gold
+    ``actions`` and ``outputs``, and the user scenario (its reason for calling is the opening)."""
+    return {
+        "prompt": [
+            {"role": "system", "content": domain.policy},
+            {"role": "user", "content": opening},
+        ],
+        "env_id": domain.env_id,
+        "reward_spec": {"actions": list(actions), "outputs": list(outputs)},
+        "extra_info": {
+            "id": f"{domain.name}-{task_id}",
+            "domain": domain.name,
+            "user_scenario": {"reason_for_call": opening, **scenario},
+        },
+    }
+
+
+TAGS = {"refusal", "transfer", "multi_step", "multi_item", "outputs", "info", "declined"}
+"""Tags each split of a domain drafted with parts carries (besides its write tools)."""
+
+
+def check_splits(splits, categories, tags_needed):
+    """Each split is full size and holds every category and ``tags_needed``; no task (its
+    reward_spec) is in two splits, or twice in one."""
+    keys = {}
+    for split, rows in splits.items():
+        assert len(rows) >= {"train": 500, "test": 100}[split]
+        tags = Counter(tag for row in rows for tag in row["extra_info"]["tags"])
+        print(split, dict(sorted(tags.items())))
+        assert set(tags_needed) <= set(tags)
+        assert {row["extra_info"]["category"] for row in rows} == set(categories)
+        keys[split] = {json.dumps(row["reward_spec"], sort_keys=True) for row in rows}
+        assert len(keys[split]) == len(rows)
+    assert not keys["train"] & keys["test"]
+
+
+def median_step(env, task, turns, *, fresh=False, prelude=()):
+    """Median seconds of ``env.step`` over 300 tool-call turns (``turns`` cycled), none of them
+    an error. ``fresh`` starts a new episode of ``task`` (and plays ``prelude``) before each."""
+    env.reset(options={"task": task})
+    times = []
+    for number in range(300):
+        if fresh:
+            env.reset(options={"task": task})
+            for turn in prelude:
+                env.step(turn)
+        turn = turns[number % len(turns)]
+        started = time.perf_counter()
+        observation, *_ = env.step(turn)
+        times.append(time.perf_counter() - started)
+        assert not observation[0]["content"].startswith("Error"), observation
+    return statistics.median(times)
+
+
+def check_overlay(env, task, write, read, status, record):
+    """A write in one episode of ``task`` is gone in the next (``read`` shows ``status``
+    again) and never reaches the base tables (``record`` is its (table, key))."""
+    env.reset(options={"task": task})
+    env.step(write)
+    env.reset(options={"task": task})
+    observation, *_ = env.step(read)
+    assert json.loads(observation[0]["content"])["status"] == status
+    assert isinstance(Database(env.domain.base()).get(*record), dict)
+
+
+def check_openings(tasks, *identifiers):
+    """No task's first message volunteers an identifier (the agent has to ask): none of
+    ``identifiers`` and nothing the user knows."""
+    for row in tasks:
+        known = row["extra_info"]["user_scenario"]["known_info"]
+        opening = row["prompt"][-1]["content"]
+        assert not any(text in opening for text in identifiers), opening
+        assert not any(value in opening for value in known.values()), opening
+
+
+def one_write_each(tasks, write_tools):
+    """``(number, task, position)`` for each task with a write: the position of the write to
+    change, a different one from task to task."""
+    for number, task in enumerate(tasks):
+        writes = [i for i, a in enumerate(actions_of(task)) if a["name"] in write_tools]
+        if writes:
+            yield number, task, writes[number % len(writes)]
+
+
+def turns_of(actions, outputs):
+    """Assistant turns that make ``actions``, then state ``outputs`` (unless a transfer ends
+    the episode first)."""
+    turns = [call(a["name"], **a["arguments"]) for a in actions]
+    if not any(a["name"] == "transfer_to_human_agents" for a in actions):
+        turns.append("All done. For your information: " + "; ".join(outputs) + ".")
+    return turns
+
+
+def changed_text(key, value):
+    """Another plausible value for a text argument of a write: a zip with its last digit
+    bumped, another apartment, or another street number."""
+    if key == "zip":
+        return value[:-1] + str((int(value[-1]) + 1) % 10)
+    if key in ("unit", "address2"):
+        return "Apt 2B" if value != "Apt 2B" else "Apt 3C"
+    return "12 " + value
+
+
+def check_changed_write_loses(env, tasks, write_tools, perturb):
+    """Playing a task's gold with one argument of one write changed (``perturb(action, key)``,
+    the key drawn in turn) loses the reward on the database; returns how many were played."""
+    checked = 0
+    for number, task, position in one_write_each(tasks, write_tools):
+        keys = sorted(actions_of(task)[position]["arguments"])
+        actions = list(actions_of(task))
+        actions[position] = perturb(actions[position], keys[number % len(keys)])
+        spec = parse_reward_spec(task["reward_spec"])
+        reward, info, _ = play(env, task, turns_of(actions, spec.outputs))
+        assert reward == 0.0, (task["extra_info"]["id"], actions[position])
+        assert info["reward_info"]["db_match"] is False
+        checked += 1
+    return checked
 
 
 # The checks below are the same for every tau domain; each domain's test file calls them with

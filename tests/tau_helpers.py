@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from http_helpers import send_json, serving
+
 from tool_envs.core.tools import tool
 from tool_envs.tau.domain import DatabaseTools, Domain, DomainTools
 from tool_envs.tau.env import TauEnv
@@ -238,12 +240,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
             },
         }
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, 200, payload)
 
     def _answer(self, body: dict[str, Any]) -> dict[str, Any]:
         """The assistant message: text, or a device tool call when the agent asks to unlock."""
@@ -299,12 +296,5 @@ def customer_server(
 ) -> Iterator[CustomerServer]:
     """The customer on ``port`` (default: a free one; a given one "restarts" a dead server)."""
     server = CustomerServer(reject_verifications, fail_first, port)
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-    )
-    thread.start()
-    try:
+    with serving(server, daemon=True):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()

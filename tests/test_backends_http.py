@@ -29,6 +29,7 @@ from typing import Any
 
 import openai
 import pytest
+from http_helpers import send_json, serving
 from vllm_helpers import FaultProxy, vllm_test
 
 from tool_envs.rollout.backends.base import (
@@ -88,12 +89,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
             self.server.max_in_flight = max(self.server.max_in_flight, self.server.in_flight)
         try:
             status, answer = self.answer(body)
-            raw = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
+            send_json(self, status, answer)
         finally:
             with self.server.lock:
                 self.server.in_flight -= 1
@@ -160,14 +156,8 @@ class _ChatHandler(BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def _chat_server() -> Iterator[_Server]:
     server = _Server()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01})
-    thread.start()
-    try:
+    with serving(server):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 @pytest.fixture

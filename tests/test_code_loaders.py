@@ -38,7 +38,10 @@ from tool_envs.code.spec import parse_reward_spec
 from tool_envs.data import validate_row
 from tool_envs.errors import TaskRowError
 
-pytestmark = pytest.mark.filterwarnings("ignore::tool_envs.code.loaders.SkippedTasksWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::tool_envs.code.loaders.SkippedTasksWarning"),
+    pytest.mark.usefixtures("offline_datasets"),
+]
 
 
 def _lcb_compress(value: Any) -> str:
@@ -326,17 +329,6 @@ FIXTURES: dict[str, tuple[str, list[dict[str, Any]]]] = {
     "seed": ("seed", SEED),
     "seed_stdio": ("seed", SEED_STDIO),
 }
-
-
-@pytest.fixture(autouse=True)
-def _offline_and_private_cache(monkeypatch, tmp_path_factory):
-    """Never reach the network, and keep the datasets cache out of the user's home."""
-    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
-    monkeypatch.setattr(
-        datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.getbasetemp() / "hf_cache"
-    )
-    datasets.disable_progress_bars()
 
 
 @pytest.fixture(scope="module")

@@ -27,16 +27,7 @@ from tool_envs.data import (
 )
 from tool_envs.errors import TaskRowError
 
-
-@pytest.fixture(autouse=True)
-def _offline_and_private_cache(monkeypatch, tmp_path_factory):
-    """Never reach the network, and keep the datasets cache out of the user's home."""
-    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
-    monkeypatch.setattr(
-        datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.getbasetemp() / "hf_cache"
-    )
-    datasets.disable_progress_bars()
+pytestmark = pytest.mark.usefixtures("offline_datasets")
 
 
 def make_row(i: int = 0, **overrides):

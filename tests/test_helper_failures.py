@@ -22,6 +22,7 @@ import openai
 import pytest
 from failing_servers import frozen_url, garbage_url, killed_url
 from gymnasium.wrappers import TimeLimit
+from http_helpers import send_json, serving
 from tau_helpers import (
     COMPLETION_TOKENS,
     PROMPT_TOKENS,
@@ -327,28 +328,16 @@ class _WriterHandler(BaseHTTPRequestHandler):
         )
         if action != "ok":
             status, payload = int(action), {"error": {"message": f"injected {action}"}}
-        raw = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
+        send_json(self, status, payload)
 
 
 @contextmanager
 def writer_server(script: list[str], monkeypatch: pytest.MonkeyPatch) -> Iterator[_WriterServer]:
     server = _WriterServer(script)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01})
-    thread.start()
-    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}/v1")
-    monkeypatch.setenv("OPENAI_API_KEY", "k")
-    try:
+    with serving(server):
+        monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "k")
         yield server
-    finally:
-        server.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 def test_the_task_writer_keeps_finished_samples_when_one_request_times_out(monkeypatch):

@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import tau_domain_checks as kit
 from gymnasium.utils.env_checker import check_env
 
 from tool_envs.core.parsers.base import ToolCall
@@ -40,11 +41,7 @@ def splits():
     return default_splits()
 
 
-@pytest.fixture(scope="module")
-def env():
-    environment = TauAirlineEnv()
-    yield environment
-    environment.close()
+env = kit.env_fixture(TauAirlineEnv)
 
 
 def _all_tasks(splits):

@@ -7,30 +7,14 @@ test_tau_domains.py.
 
 import json
 import re
-import statistics
-import time
-from collections import Counter
-from pathlib import Path
 
-import pytest
-from tau_domain_checks import (
-    actions_of,
-    call,
-    play,
-    tool_runner,
-)
+import tau_domain_checks as kit
+from tau_domain_checks import actions_of, call, fails
 from tau_helpers import customer_server
 
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.core.tools import Toolset
-from tool_envs.tau.db import Database
-from tool_envs.tau.domains.doordash import (
-    DOMAIN,
-    ENV_ID,
-    TauDoordashEnv,
-    default_splits,
-    load_tables,
-)
+from tool_envs.tau.domains.doordash import DOMAIN, TauDoordashEnv
 from tool_envs.tau.domains.doordash.data import (
     CITY_NAMES,
     delivered_minutes_ago,
@@ -44,13 +28,9 @@ from tool_envs.tau.domains.doordash.tools import (
     order_credits,
     recent_credits,
 )
-from tool_envs.tau.task import parse_reward_spec
 from tool_envs.tau.users.base import STOP
 
-REPO = Path(__file__).resolve().parents[1]
-SPLITS = default_splits()
-ALL_TASKS = [row for rows in SPLITS.values() for row in rows]
-TABLES = load_tables()
+SPLITS, ALL_TASKS, TABLES = kit.shipped(DOMAIN)
 ORDERS = TABLES["orders"]
 CUSTOMERS = TABLES["customers"]
 RESTAURANTS = TABLES["restaurants"]
@@ -60,22 +40,8 @@ REASONS = {
     "issue_credit": ("late_delivery", "poor_food_quality", "late_item_report"),
 }
 
-
-def has_write(task):
-    return any(a["name"] in WRITE_TOOLS for a in actions_of(task))
-
-
-@pytest.fixture(scope="module")
-def env():
-    environment = TauDoordashEnv(tasks=SPLITS["test"])
-    yield environment
-    environment.close()
-
-
-@pytest.fixture
-def tools():
-    """The doordash tools over a fresh episode database, called as the env calls them."""
-    return tool_runner(DOMAIN)
+has_write = kit.writes_in(WRITE_TOOLS)
+env, tools = kit.fixtures(lambda: TauDoordashEnv(tasks=SPLITS["test"]), DOMAIN)
 
 
 def first(where):
@@ -84,13 +50,6 @@ def first(where):
 
 def status(*names):
     return lambda order: order["status"] in names
-
-
-def _error(tools, name, message, **arguments):
-    before = tools.db.hash()
-    result = tools(name, **arguments)
-    assert result.startswith("Error: ") and message in result, result
-    assert tools.db.hash() == before, "a failed write changed the database"
 
 
 def _ok(tools, name, **arguments):
@@ -130,35 +89,15 @@ def _perturb(action, key):
         args[key] = next(city for city in CITY_NAMES if city != value)
     elif key == "state":
         args[key] = "NV" if value != "NV" else "UT"
-    elif key == "zip":
-        args[key] = value[:-1] + str((int(value[-1]) + 1) % 10)
-    elif key == "unit":
-        args[key] = "Apt 2B" if value != "Apt 2B" else "Apt 3C"
     else:
-        args[key] = "12 " + value
+        args[key] = kit.changed_text(key, value)
     assert args[key] != action["arguments"][key] or key in ("changes", "items")
     assert args != action["arguments"]
     return {"name": action["name"], "arguments": args}
 
 
 def test_changing_one_argument_of_one_write_loses_the_reward(env):
-    checked = 0
-    for number, task in enumerate(ALL_TASKS):
-        writes = [i for i, a in enumerate(actions_of(task)) if a["name"] in WRITE_TOOLS]
-        if not writes:
-            continue
-        position = writes[number % len(writes)]
-        keys = sorted(actions_of(task)[position]["arguments"])
-        actions = list(actions_of(task))
-        actions[position] = _perturb(actions[position], keys[number % len(keys)])
-        turns = [call(a["name"], **a["arguments"]) for a in actions]
-        spec = parse_reward_spec(task["reward_spec"])
-        if not any(a["name"] == "transfer_to_human_agents" for a in actions):
-            turns.append("All done. For your information: " + "; ".join(spec.outputs) + ".")
-        reward, info, _ = play(env, task, turns)
-        assert reward == 0.0, (task["extra_info"]["id"], actions[position])
-        assert info["reward_info"]["db_match"] is False
-        checked += 1
+    checked = kit.check_changed_write_loses(env, ALL_TASKS, WRITE_TOOLS, _perturb)
     assert checked == sum(map(has_write, ALL_TASKS)) > 0.7 * len(ALL_TASKS)
 
 
@@ -214,23 +153,9 @@ def test_the_database_has_the_required_size_and_shape():
 
 
 def test_splits_cover_every_category_and_share_no_task():
-    keys = {}
-    for split, rows in SPLITS.items():
-        assert len(rows) >= {"train": 500, "test": 100}[split]
-        tags = Counter(tag for row in rows for tag in row["extra_info"]["tags"])
-        print(split, dict(sorted(tags.items())))
-        assert set(WRITE_TOOLS) | {"refusal", "transfer", "multi_step", "multi_item"} <= set(tags)
-        assert {"outputs", "info", "declined"} <= set(tags)
-        assert {row["extra_info"]["category"] for row in rows} == set(CATEGORY_WEIGHTS)
-        keys[split] = {json.dumps(row["reward_spec"], sort_keys=True) for row in rows}
-        assert len(keys[split]) == len(rows)
-    assert not keys["train"] & keys["test"]
+    kit.check_splits(SPLITS, CATEGORY_WEIGHTS, {*WRITE_TOOLS, *kit.TAGS})
+    kit.check_openings(ALL_TASKS, "DD-", "@", "555")
     for row in ALL_TASKS:
-        scenario = row["extra_info"]["user_scenario"]
-        opening = row["prompt"][-1]["content"]
-        # The first message never volunteers an identifier: the agent has to ask.
-        assert "DD-" not in opening and "@" not in opening and "555" not in opening
-        assert not any(value in opening for value in scenario["known_info"].values())
         # Every task starts by authenticating the customer it is about.
         names = [a["name"] for a in actions_of(row)[:2]]
         assert names[0] in ("find_customer_by_email", "find_customer_by_phone")
@@ -275,30 +200,6 @@ def test_tracking_shows_eta_dasher_and_lateness(tools):
     assert _ok(tools, "track_delivery", order_id=waiting["order_id"])["dasher"] is None
 
 
-@pytest.mark.parametrize(
-    ("name", "arguments", "message"),
-    [
-        ("find_customer_by_email", {"email": "nobody@example.com"}, "no customer"),
-        ("find_customer_by_phone", {"phone": "999-555-0000"}, "no customer"),
-        ("get_customer_details", {"customer_id": "cus_00000"}, "not found"),
-        ("get_order_details", {"order_id": "123456"}, "order ids look like"),
-        ("get_restaurant_details", {"restaurant_id": "rst_0"}, "not found"),
-        ("get_menu", {"restaurant_id": "rst_0"}, "not found"),
-        ("track_delivery", {"order_id": "DD-000000"}, "not found"),
-        ("cancel_order", {"order_id": "DD-000000", "reason": "no_longer_needed"}, "not found"),
-        ("cancel_order", {"order_id": "DD-000000", "reason": "changed my mind"}, "invalid"),
-        ("issue_credit", {"order_id": "DD-000000", "amount": 5, "reason": "late_delivery"},
-         "not found"),
-        ("get_order_details", {"order": "DD-123456"}, "unexpected argument"),
-        ("modify_order_items", {"order_id": "DD-000000", "changes": "L1"}, "invalid"),
-        ("calculate", {"expression": "__import__('os')"}, "only numbers"),
-    ],
-)  # fmt: skip
-def test_bad_ids_and_arguments_are_error_messages(tools, name, arguments, message):
-    result = tools(name, **arguments)
-    assert result.startswith("Error: ") and message in result, result
-
-
 def _line_change(order):
     """A valid change of the first line's quantity, and the item of that line."""
     line = order["items"][0]
@@ -315,14 +216,14 @@ def test_nothing_changes_after_pickup(tools):
         ("update_delivery_address", address),
         ("cancel_order", {"reason": "taking_too_long"}),
     ):
-        _error(tools, name, "picked up", order_id=order["order_id"], **arguments)
+        fails(tools, name, "picked up", order_id=order["order_id"], **arguments)
     for delivered_only in ("issue_refund", "issue_credit"):
         arguments = (
             {"items": [{"line_id": "L1"}], "reason": "missing_item"}
             if delivered_only == "issue_refund"
             else {"amount": 5.0, "reason": "late_delivery"}
         )
-        _error(tools, delivered_only, "only", order_id=order["order_id"], **arguments)
+        fails(tools, delivered_only, "only", order_id=order["order_id"], **arguments)
 
 
 def test_cancellation_fee_follows_the_status(tools):
@@ -341,7 +242,7 @@ def test_cancellation_fee_follows_the_status(tools):
         if order["dasher_id"]:
             dasher = tools.db.get("dashers", order["dasher_id"])
             assert order["order_id"] not in dasher["active_order_ids"]
-        _error(tools, "cancel_order", "only orders that have not been picked up",
+        fails(tools, "cancel_order", "only orders that have not been picked up",
                order_id=order["order_id"], reason="ordered_by_mistake")  # fmt: skip
     assert ORDERS[order["order_id"]]["status"] == "preparing", "the base tables changed"
 
@@ -380,28 +281,28 @@ def test_item_changes_check_the_menu_and_keep_one_net_adjustment(tools):
     current = next(o for o in chosen if o in [x["option_id"] for x in required["options"]])
     other = next(o["option_id"] for o in required["options"] if o["option_id"] != current)
     swapped = [other if o == current else o for o in chosen]
-    _error(tools, "modify_order_items", "has no line", order_id=order_id,
-           changes=[{"line_id": "L9", "quantity": 1}])  # fmt: skip
-    _error(
+    fails(tools, "modify_order_items", "has no line", order_id=order_id,
+          changes=[{"line_id": "L9", "quantity": 1}])  # fmt: skip
+    fails(
         tools,
         "modify_order_items",
         "listed twice",
         order_id=order_id,
         changes=[{"line_id": "L1", "quantity": 2}, {"line_id": "L1", "quantity": 3}],
     )
-    _error(tools, "modify_order_items", "no quantity or option_ids", order_id=order_id,
-           changes=[{"line_id": "L1"}])  # fmt: skip
-    _error(tools, "modify_order_items", "unknown field", order_id=order_id,
-           changes=[{"line_id": "L1", "size": "large"}])  # fmt: skip
-    _error(tools, "modify_order_items", "not an option", order_id=order_id,
-           changes=[{"line_id": "L1", "option_ids": ["opt_00000"]}])  # fmt: skip
-    _error(tools, "modify_order_items", "needs exactly 1", order_id=order_id,
-           changes=[{"line_id": "L1", "option_ids": [*chosen, other]}])  # fmt: skip
-    _error(tools, "modify_order_items", "already has", order_id=order_id,
-           changes=[{"line_id": "L1", "option_ids": chosen}])  # fmt: skip
-    _error(tools, "modify_order_items", "between 0 and 20", order_id=order_id,
-           changes=[{"line_id": "L1", "quantity": -1}])  # fmt: skip
-    _error(
+    fails(tools, "modify_order_items", "no quantity or option_ids", order_id=order_id,
+          changes=[{"line_id": "L1"}])  # fmt: skip
+    fails(tools, "modify_order_items", "unknown field", order_id=order_id,
+          changes=[{"line_id": "L1", "size": "large"}])  # fmt: skip
+    fails(tools, "modify_order_items", "not an option", order_id=order_id,
+          changes=[{"line_id": "L1", "option_ids": ["opt_00000"]}])  # fmt: skip
+    fails(tools, "modify_order_items", "needs exactly 1", order_id=order_id,
+          changes=[{"line_id": "L1", "option_ids": [*chosen, other]}])  # fmt: skip
+    fails(tools, "modify_order_items", "already has", order_id=order_id,
+          changes=[{"line_id": "L1", "option_ids": chosen}])  # fmt: skip
+    fails(tools, "modify_order_items", "between 0 and 20", order_id=order_id,
+          changes=[{"line_id": "L1", "quantity": -1}])  # fmt: skip
+    fails(
         tools,
         "modify_order_items",
         "at least one item",
@@ -409,12 +310,12 @@ def test_item_changes_check_the_menu_and_keep_one_net_adjustment(tools):
         changes=[{"line_id": line["line_id"], "quantity": 0} for line in lines],
     )
     plain = _menu_item(order, groups=False, exclude=[line["item_id"] for line in lines])
-    _error(tools, "add_order_items", "not on the menu", order_id=order_id,
-           items=[{"item_id": "itm_00000"}])  # fmt: skip
-    _error(tools, "add_order_items", "needs exactly 1", order_id=order_id,
-           items=[{"item_id": item["item_id"], "quantity": 1}])  # fmt: skip
-    _error(tools, "add_order_items", "between 1 and 20", order_id=order_id,
-           items=[{"item_id": plain["item_id"], "quantity": 0}])  # fmt: skip
+    fails(tools, "add_order_items", "not on the menu", order_id=order_id,
+          items=[{"item_id": "itm_00000"}])  # fmt: skip
+    fails(tools, "add_order_items", "needs exactly 1", order_id=order_id,
+          items=[{"item_id": item["item_id"], "quantity": 1}])  # fmt: skip
+    fails(tools, "add_order_items", "between 1 and 20", order_id=order_id,
+          items=[{"item_id": plain["item_id"], "quantity": 0}])  # fmt: skip
 
     # Two calls in either order, or one, reach the same state: one net price adjustment.
     swap = {"line_id": "L1", "option_ids": swapped}
@@ -463,17 +364,17 @@ def test_addresses_stay_in_the_restaurant_city(tools):
     order = first(status("preparing"))
     address = order["delivery_address"]
     other = next(city for city in CITY_NAMES if city != address["city"])
-    _error(tools, "update_delivery_address", "outside the delivery area",
-           order_id=order["order_id"], **dict(address, city=other))  # fmt: skip
-    _error(
+    fails(tools, "update_delivery_address", "outside the delivery area",
+          order_id=order["order_id"], **dict(address, city=other))  # fmt: skip
+    fails(
         tools,
         "update_delivery_address",
         "five digits",
         order_id=order["order_id"],
         **dict(address, street="9 Vine Way", zip="8021"),
     )
-    _error(tools, "update_delivery_address", "already going",
-           order_id=order["order_id"], **address)  # fmt: skip
+    fails(tools, "update_delivery_address", "already going",
+          order_id=order["order_id"], **address)  # fmt: skip
     moved = _ok(tools, "update_delivery_address", order_id=order["order_id"],
                 **dict(address, street="9 Vine Way", unit=""))  # fmt: skip
     assert moved["delivery_address"]["street"] == "9 Vine Way"
@@ -491,10 +392,10 @@ def test_refund_rules(tools):
     order = first(fits)
     line = next(line for line in order["items"] if line["quantity"] >= 2)
     common = {"order_id": order["order_id"], "reason": "missing_item"}
-    _error(tools, "issue_refund", "has no line", items=[{"line_id": "L9"}], **common)
-    _error(tools, "issue_refund", "unknown field",
-           items=[{"line_id": line["line_id"], "price": 1}], **common)  # fmt: skip
-    _error(
+    fails(tools, "issue_refund", "has no line", items=[{"line_id": "L9"}], **common)
+    fails(tools, "issue_refund", "unknown field",
+          items=[{"line_id": line["line_id"], "price": 1}], **common)  # fmt: skip
+    fails(
         tools,
         "issue_refund",
         "not " + str(line["quantity"] + 1),
@@ -506,15 +407,15 @@ def test_refund_rules(tools):
     assert refund["amount"] == line["unit_price"]
     assert refund["payment_method_id"] == order["payment_method_id"]
     rest = line["quantity"] - 1
-    _error(tools, "issue_refund", f"has {rest} unit(s) left",
-           items=[{"line_id": line["line_id"], "quantity": rest + 1}], **common)  # fmt: skip
+    fails(tools, "issue_refund", f"has {rest} unit(s) left",
+          items=[{"line_id": line["line_id"], "quantity": rest + 1}], **common)  # fmt: skip
     second = _ok(tools, "issue_refund", items=[{"line_id": line["line_id"]}], **common)
     assert second["items"][0]["quantity"] == rest and second["refund_id"].endswith("-2")
-    _error(tools, "issue_refund", "already refunded in full",
-           items=[{"line_id": line["line_id"]}], **common)  # fmt: skip
+    fails(tools, "issue_refund", "already refunded in full",
+          items=[{"line_id": line["line_id"]}], **common)  # fmt: skip
     stale = first(lambda o: o["status"] == "delivered" and delivered_minutes_ago(o) > 26 * 60)
-    _error(tools, "issue_refund", "within 24 hours", order_id=stale["order_id"],
-           items=[{"line_id": "L1"}], reason="missing_item")  # fmt: skip
+    fails(tools, "issue_refund", "within 24 hours", order_id=stale["order_id"],
+          items=[{"line_id": "L1"}], reason="missing_item")  # fmt: skip
 
 
 def test_credit_rules(tools):
@@ -529,14 +430,14 @@ def test_credit_rules(tools):
     order = first(fresh)
     customer = CUSTOMERS[order["customer_id"]]
     common = {"order_id": order["order_id"], "reason": "poor_food_quality"}
-    _error(tools, "issue_credit", "must be positive", amount=0, **common)
-    _error(tools, "issue_credit", "at most 15.00 more", amount=15.01, **common)
+    fails(tools, "issue_credit", "must be positive", amount=0, **common)
+    fails(tools, "issue_credit", "at most 15.00 more", amount=15.01, **common)
     result = _ok(tools, "issue_credit", amount=10, **common)
     assert result["credit"]["amount"] == 10.0 and result["credit"]["issued_at"].startswith("2025")
     assert result["credits_balance"] == round(customer["credits_balance"] + 10, 2)
-    _error(tools, "issue_credit", "at most 5.00 more", amount=6, **common)
+    fails(tools, "issue_credit", "at most 5.00 more", amount=6, **common)
     _ok(tools, "issue_credit", amount=5, order_id=order["order_id"], reason="late_delivery")
-    _error(tools, "issue_credit", "0.00 more", amount=1, **common)
+    fails(tools, "issue_credit", "0.00 more", amount=1, **common)
     profile = json.loads(tools("get_customer_details", customer_id=customer["customer_id"]))
     assert profile["credits_issued_last_30_days"] == 15.0
     another = next(
@@ -545,11 +446,11 @@ def test_credit_rules(tools):
         None,
     )  # fmt: skip
     if another:
-        _error(tools, "issue_credit", "in the last 30 days", order_id=another, amount=11,
+        fails(tools, "issue_credit", "in the last 30 days", order_id=another, amount=11,
                reason="late_delivery")  # fmt: skip
     old = first(lambda o: o["status"] == "delivered" and delivered_minutes_ago(o) > 8 * 1440)
-    _error(tools, "issue_credit", "within 7 days", order_id=old["order_id"], amount=5,
-           reason="late_delivery")  # fmt: skip
+    fails(tools, "issue_credit", "within 7 days", order_id=old["order_id"], amount=5,
+          reason="late_delivery")  # fmt: skip
     assert CUSTOMERS[customer["customer_id"]]["credit_history"] == customer["credit_history"]
 
 
@@ -580,20 +481,6 @@ def test_reads_show_the_episode_edits(tools):
     assert json.loads(tools("track_delivery", order_id=order["order_id"]))["status"] == "cancelled"
 
 
-def _median_step(env, task, turns, *, fresh):
-    env.reset(options={"task": task})
-    times = []
-    for number in range(300):
-        if fresh:
-            env.reset(options={"task": task})
-        turn = turns[number % len(turns)]
-        started = time.perf_counter()
-        observation, *_ = env.step(turn)
-        times.append(time.perf_counter() - started)
-        assert not observation[0]["content"].startswith("Error"), observation
-    return statistics.median(times)
-
-
 def test_tool_calls_through_step_are_fast(env):
     """Median wall time of one tool call through env.step (parse, run, format)."""
     task = SPLITS["test"][0]
@@ -617,11 +504,11 @@ def test_tool_calls_through_step_are_fast(env):
         ],
     }
     for name, turns in reads.items():
-        median = _median_step(env, task, turns, fresh=False)
+        median = kit.median_step(env, task, turns, fresh=False)
         print(f"median env.step with one {name} call: {median * 1e6:.0f} us")
         assert median < 2e-3
     for name, turns in writes.items():
-        median = _median_step(env, task, turns, fresh=True)
+        median = kit.median_step(env, task, turns, fresh=True)
         print(f"median env.step with one {name} call (fresh episode): {median * 1e6:.0f} us")
         assert median < 4e-3
 
@@ -641,30 +528,16 @@ def _refund_task():
     )
     customer = CUSTOMERS[order["customer_id"]]
     line = order["items"][0]
-    return order, customer, line, {
-        "prompt": [
-            {"role": "system", "content": DOMAIN.policy},
-            {"role": "user", "content": "Hi, something was missing from my delivery tonight."},
-        ],
-        "env_id": ENV_ID,
-        "reward_spec": {
-            "actions": [
-                {"name": "issue_refund",
-                 "arguments": {"order_id": order["order_id"], "reason": "missing_item",
-                               "items": [{"line_id": line["line_id"], "quantity": 1}]}},
-            ],
-            "outputs": [money(round(line["unit_price"] * 100))],
-        },
-        "extra_info": {
-            "id": "doordash-handwritten",
-            "domain": "doordash",
-            "user_scenario": {
-                "reason_for_call": "Hi, something was missing from my delivery tonight.",
-                "known_info": {"email": customer["email"], "order_id": order["order_id"],
-                               "items": f"one {line['name']}"},
-            },
-        },
-    }  # fmt: skip
+    return order, customer, line, kit.hand_written(
+        DOMAIN,
+        "Hi, something was missing from my delivery tonight.",
+        [{"name": "issue_refund",
+          "arguments": {"order_id": order["order_id"], "reason": "missing_item",
+                        "items": [{"line_id": line["line_id"], "quantity": 1}]}}],
+        [money(round(line["unit_price"] * 100))],
+        known_info={"email": customer["email"], "order_id": order["order_id"],
+                    "items": f"one {line['name']}"},
+    )  # fmt: skip
 
 
 def test_a_hand_written_conversation_with_the_scripted_user(env):
@@ -711,15 +584,6 @@ def test_an_agent_that_breaks_the_policy_gets_zero(env):
     assert info["reward_info"]["db_match"] is False and all(info["reward_info"]["outputs"].values())
 
 
-def test_a_declined_confirmation_keeps_the_database():
-    task = next(t for t in SPLITS["train"] if t["extra_info"]["category"] == "declined")
-    assert not has_write(task) and task["reward_spec"]["outputs"]
-    environment = TauDoordashEnv(tasks=[task])
-    environment.reset(options={"task": task})
-    assert environment.step("Shall I go ahead and proceed?")[0][0]["content"].startswith("No")
-    environment.close()
-
-
 def test_a_customer_known_by_phone_answers_a_question_about_email(env):
     task = next(
         t for t in SPLITS["test"] if "phone" in t["extra_info"]["user_scenario"]["known_info"]
@@ -734,27 +598,16 @@ def test_an_llm_user_episode_end_to_end_against_a_local_server():
     order = first(lambda o: o["status"] == "placed")
     customer = CUSTOMERS[order["customer_id"]]
     refund = money(round(order["total"] * 100))
-    task = {
-        "prompt": [
-            {"role": "system", "content": DOMAIN.policy},
-            {"role": "user", "content": "Hi, I'd like to cancel the order I just placed."},
-        ],
-        "env_id": ENV_ID,
-        "reward_spec": {
-            "actions": [{"name": "cancel_order", "arguments": {
-                "order_id": order["order_id"], "reason": "ordered_by_mistake"}}],
-            "outputs": [refund],
-        },
-        "extra_info": {
-            "id": "doordash-llm-user",
-            "domain": "doordash",
-            "user_scenario": {
-                "reason_for_call": "Hi, I'd like to cancel the order I just placed.",
-                "known_info": {"email": customer["email"], "order_id": order["order_id"]},
-                "task_instructions": "You ordered it by mistake. Say yes when asked to confirm.",
-            },
-        },
-    }  # fmt: skip
+    task = kit.hand_written(
+        DOMAIN,
+        "Hi, I'd like to cancel the order I just placed.",
+        [{"name": "cancel_order", "arguments": {
+            "order_id": order["order_id"], "reason": "ordered_by_mistake"}}],
+        [refund],
+        task_id="llm-user",
+        known_info={"email": customer["email"], "order_id": order["order_id"]},
+        task_instructions="You ordered it by mistake. Say yes when asked to confirm.",
+    )  # fmt: skip
     with customer_server() as server:
         environment = TauDoordashEnv(
             tasks=[task], user="llm", user_kwargs={"base_url": server.base_url, "api_key": "local"}
@@ -785,12 +638,10 @@ def test_an_llm_user_episode_end_to_end_against_a_local_server():
 
 def test_database_overlay_is_per_episode(env):
     order = first(status("preparing"))
-    env.reset(options={"task": SPLITS["test"][0]})
-    env.step(call("cancel_order", order_id=order["order_id"], reason="no_longer_needed"))
-    env.reset(options={"task": SPLITS["test"][0]})
-    observation, *_ = env.step(call("get_order_details", order_id=order["order_id"]))
-    assert json.loads(observation[0]["content"])["status"] == "preparing"
-    assert isinstance(Database(DOMAIN.base()).get("orders", order["order_id"]), dict)
+    cancel = call("cancel_order", order_id=order["order_id"], reason="no_longer_needed")
+    read = call("get_order_details", order_id=order["order_id"])
+    record = ("orders", order["order_id"])
+    kit.check_overlay(env, SPLITS["test"][0], cancel, read, "preparing", record)
 
 
 def test_credit_windows_in_the_data_match_the_policy_clock():

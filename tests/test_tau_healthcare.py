@@ -9,29 +9,14 @@ entry is the lead's), so a row's env_id is not checked against a spec here.
 import datetime as dt
 import json
 import re
-import statistics
-import time
 from collections import Counter
-from pathlib import Path
 
-import pytest
+import tau_domain_checks as kit
 from gymnasium.utils.env_checker import check_env
-from tau_domain_checks import (
-    actions_of,
-    call,
-    play,
-    tool_runner,
-)
+from tau_domain_checks import actions_of, call, fails, play
 from tau_helpers import COMPLETION_TOKENS, PROMPT_TOKENS, customer_server
 
-from tool_envs.tau.db import Database
-from tool_envs.tau.domains.healthcare import (
-    DOMAIN,
-    TauHealthcareEnv,
-    default_splits,
-    load_tables,
-    rules,
-)
+from tool_envs.tau.domains.healthcare import DOMAIN, TauHealthcareEnv, rules
 from tool_envs.tau.domains.healthcare.data import (
     CANCEL_REASONS,
     NOW,
@@ -45,28 +30,11 @@ from tool_envs.tau.domains.healthcare.tasks import CATEGORY_WEIGHTS, WRITE_TOOLS
 from tool_envs.tau.domains.healthcare.tools import HealthcareTools
 from tool_envs.tau.task import parse_reward_spec
 
-REPO = Path(__file__).resolve().parents[1]
-SPLITS = default_splits()
-ALL_TASKS = [row for rows in SPLITS.values() for row in rows]
-TABLES = load_tables()
+SPLITS, ALL_TASKS, TABLES = kit.shipped(DOMAIN)
 NO_OP = "Is there anything else I can help you with?"
 
-
-def has_write(task):
-    return any(a["name"] in WRITE_TOOLS for a in actions_of(task))
-
-
-@pytest.fixture(scope="module")
-def env():
-    environment = TauHealthcareEnv(tasks=SPLITS["test"])
-    yield environment
-    environment.close()
-
-
-@pytest.fixture
-def tools():
-    """The healthcare tools over a fresh episode database, called as the env calls them."""
-    return tool_runner(DOMAIN)
+has_write = kit.writes_in(WRITE_TOOLS)
+env, tools = kit.fixtures(lambda: TauHealthcareEnv(tasks=SPLITS["test"]), DOMAIN)
 
 
 def records(table, where=lambda record: True):
@@ -102,24 +70,10 @@ def free_slot(provider_id, *, after="2025-03-12"):
 
 
 def task_row(actions, outputs, known_info, opening="Hi, I need some help.", confirm=True):
-    return {
-        "prompt": [
-            {"role": "system", "content": DOMAIN.policy},
-            {"role": "user", "content": opening},
-        ],
-        "env_id": "tool_envs/TauHealthcare-v0",
-        "reward_spec": {"actions": actions, "outputs": outputs},
-        "extra_info": {
-            "id": "healthcare-handwritten",
-            "domain": "healthcare",
-            "user_scenario": {
-                "persona": "A patient.",
-                "reason_for_call": opening,
-                "known_info": known_info,
-                "confirm": confirm,
-            },
-        },
-    }
+    return kit.hand_written(
+        DOMAIN, opening, actions, outputs, persona="A patient.", known_info=known_info,
+        confirm=confirm,
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- (2) strict reward
@@ -172,18 +126,11 @@ def _perturb(action, number):
 
 def test_changing_one_argument_of_one_write_loses_the_reward(env):
     checked = 0
-    for number, task in enumerate(ALL_TASKS):
-        writes = [i for i, a in enumerate(actions_of(task)) if a["name"] in WRITE_TOOLS]
-        if not writes:
-            continue
-        position = writes[number % len(writes)]
+    for number, task, position in kit.one_write_each(ALL_TASKS, WRITE_TOOLS):
         actions = list(actions_of(task))
         actions[position] = _perturb(actions[position], number)
         if number % 10 == 0:  # now and then the whole episode through the env
-            turns = [call(a["name"], **a["arguments"]) for a in actions]
-            if not any(a["name"] == "transfer_to_human_agents" for a in actions):
-                outputs = task["reward_spec"]["outputs"]
-                turns.append("All done. For your information: " + "; ".join(outputs) + ".")
+            turns = kit.turns_of(actions, task["reward_spec"]["outputs"])
             reward, info, _ = play(env, task, turns)
             assert reward == 0.0 and info["reward_info"]["db_match"] is False
         db, _ = env.replay(parse_reward_spec({"actions": actions}))
@@ -263,16 +210,7 @@ def test_the_database_has_the_required_size_and_shape():
 
 
 def test_splits_cover_every_category_and_share_no_task():
-    keys = {}
-    for split, rows in SPLITS.items():
-        assert len(rows) >= {"train": 500, "test": 100}[split]
-        tags = {tag for row in rows for tag in row["extra_info"]["tags"]}
-        assert set(WRITE_TOOLS) | {"refusal", "transfer", "multi_step", "multi_item"} <= tags
-        assert {"outputs", "info", "declined", "proxy", "emergency"} <= tags
-        assert {row["extra_info"]["category"] for row in rows} == set(CATEGORY_WEIGHTS)
-        keys[split] = {json.dumps(row["reward_spec"], sort_keys=True) for row in rows}
-        assert len(keys[split]) == len(rows)
-    assert not keys["train"] & keys["test"]
+    kit.check_splits(SPLITS, CATEGORY_WEIGHTS, {*WRITE_TOOLS, *kit.TAGS, "proxy", "emergency"})
     for row in ALL_TASKS:
         known = row["extra_info"]["user_scenario"]["known_info"]
         opening = row["prompt"][-1]["content"]
@@ -386,60 +324,6 @@ def test_identity_lookups_and_reads(tools):
     assert tools.db.changes() == {}
 
 
-@pytest.mark.parametrize(
-    ("name", "arguments", "message"),
-    [
-        ("find_patient_by_name_dob", {"first_name": "No", "last_name": "Body",
-                                      "date_of_birth": "1990-01-01"}, "no patient matches"),
-        ("find_patient_by_name_dob", {"first_name": "No", "last_name": "Body",
-                                      "date_of_birth": "01/02/1990"}, "YYYY-MM-DD"),
-        ("find_patient_by_member_id", {"member_id": "XX00000000", "date_of_birth": "1990-01-01"},
-         "no patient matches"),
-        ("find_patient_by_email", {"email": "nobody@example.net", "date_of_birth": "1990-01-01"},
-         "no patient matches"),
-        ("get_patient_details", {"patient_id": "nobody"}, "look like 'P123456'"),
-        ("list_patient_appointments", {"patient_id": "P000000"}, "not found"),
-        ("list_prescriptions", {"patient_id": "P000000"}, "not found"),
-        ("get_appointment_details", {"appointment_id": "A0000000"}, "not found"),
-        ("get_prescription_details", {"prescription_id": "RX000000"}, "not found"),
-        ("get_claim_details", {"claim_id": "CLM0000000"}, "not found"),
-        ("get_plan_details", {"plan_id": "GOLD"}, "not found"),
-        ("get_provider_details", {"provider_id": "PRV0000"}, "not found"),
-        ("search_providers", {}, "give a specialty"),
-        ("search_providers", {"specialty": "Astrology"}, "unknown specialty"),
-        ("search_providers", {"clinic_id": "CL999"}, "not found"),
-        ("get_provider_availability", {"provider_id": "PRV0000", "date": "2025-03-12"},
-         "not found"),
-        ("check_coverage", {"patient_id": "P000000", "service": "lab work"}, "not found"),
-        ("check_coverage", {"patient_id": "P000000", "service": "massage"}, "invalid arguments"),
-        ("book_appointment", {"patient_id": "P000000", "provider_id": "PRV0000",
-                              "start_time": "2025-03-12 10:00", "visit_type": "checkup"},
-         "not found"),
-        ("reschedule_appointment", {"appointment_id": "A0000000",
-                                    "new_start_time": "2025-03-12 10:00"}, "not found"),
-        ("cancel_appointment", {"appointment_id": "A0000000", "reason": "other"}, "not found"),
-        ("cancel_appointment", {"appointment_id": "A0000000", "reason": "bored"},
-         "invalid arguments"),
-        ("request_refill", {"patient_id": "P000000", "prescription_id": "RX000000"},
-         "not found"),
-        ("file_claim", {"patient_id": "P000000", "appointment_id": "A0000000"}, "not found"),
-        ("appeal_claim", {"claim_id": "CLM0000000", "reason": "billing error"}, "not found"),
-        ("get_claim_details", {"claim": "CLM0000000"}, "unexpected argument"),
-        ("calculate", {"expression": "__import__('os')"}, "only numbers"),
-    ],
-)  # fmt: skip
-def test_bad_ids_and_arguments_are_error_messages(tools, name, arguments, message):
-    result = tools(name, **arguments)
-    assert result.startswith("Error: ") and message in result, result
-
-
-def _error(tools, name, message, **arguments):
-    before = tools.db.hash()
-    result = tools(name, **arguments)
-    assert result.startswith("Error: ") and message in result, result
-    assert tools.db.hash() == before, "a failed write changed the database"
-
-
 def test_booking_rules(tools):
     patient = first("patients", lambda p: p["dob"] < "2000-01-01")
     pcp_id = patient["primary_provider_id"]
@@ -447,14 +331,12 @@ def test_booking_rules(tools):
     date, slot = free_slot(pcp_id)
     common = {"patient_id": patient["patient_id"], "provider_id": pcp_id, "visit_type": "checkup"}
     off = next(d for d in ("2025-03-15", "2025-03-16") if weekday(d) not in pcp["working_days"])
-    _error(
-        tools, "get_provider_availability", "does not see patients", provider_id=pcp_id, date=off
-    )
-    _error(tools, "book_appointment", "does not see patients", start_time=f"{off} 10:00", **common)
-    _error(tools, "book_appointment", "in the past", start_time="2025-03-03 10:00", **common)
-    _error(tools, "book_appointment", "too far ahead", start_time="2025-06-02 10:00", **common)
-    _error(tools, "book_appointment", "'YYYY-MM-DD HH:MM'", start_time="next Friday", **common)
-    _error(tools, "book_appointment", "not a free slot", start_time=f"{date} 12:00", **common)
+    fails(tools, "get_provider_availability", "does not see patients", provider_id=pcp_id, date=off)
+    fails(tools, "book_appointment", "does not see patients", start_time=f"{off} 10:00", **common)
+    fails(tools, "book_appointment", "in the past", start_time="2025-03-03 10:00", **common)
+    fails(tools, "book_appointment", "too far ahead", start_time="2025-06-02 10:00", **common)
+    fails(tools, "book_appointment", "'YYYY-MM-DD HH:MM'", start_time="next Friday", **common)
+    fails(tools, "book_appointment", "not a free slot", start_time=f"{date} 12:00", **common)
     booked = json.loads(tools("book_appointment", start_time=f"{date} {slot}", **common))
     assert booked["status"] == "scheduled" and booked["start"] == f"{date} {slot}"
     assert (
@@ -465,7 +347,7 @@ def test_booking_rules(tools):
     )
     free = json.loads(tools("get_provider_availability", provider_id=pcp_id, date=date))
     assert slot not in free["available_slots"], "a booked slot is still listed"
-    _error(tools, "book_appointment", "not a free slot", start_time=f"{date} {slot}", **common)
+    fails(tools, "book_appointment", "not a free slot", start_time=f"{date} {slot}", **common)
     # The same patient cannot be in two places at once.
     other = next(
         p
@@ -474,7 +356,7 @@ def test_booking_rules(tools):
         and weekday(date) in p["working_days"]
         and slot in day_slots(p["hours"])
     )
-    _error(
+    fails(
         tools,
         "book_appointment",
         "already has appointment",
@@ -485,7 +367,7 @@ def test_booking_rules(tools):
     tools("cancel_appointment", appointment_id=booked["appointment_id"], reason="other")
     free = json.loads(tools("get_provider_availability", provider_id=pcp_id, date=date))
     assert slot in free["available_slots"]
-    _error(
+    fails(
         tools,
         "reschedule_appointment",
         "only scheduled",
@@ -513,14 +395,14 @@ def test_ids_of_new_records_are_deterministic(tools):
 def test_appointment_changes_need_a_scheduled_appointment(tools):
     completed = first("appointments", lambda a: a["status"] == "completed")
     scheduled = first("appointments", lambda a: rules.can_change(a))
-    _error(
+    fails(
         tools,
         "cancel_appointment",
         "only scheduled",
         appointment_id=completed["appointment_id"],
         reason="other",
     )
-    _error(
+    fails(
         tools,
         "reschedule_appointment",
         "already starts at",
@@ -539,17 +421,16 @@ def test_appointment_changes_need_a_scheduled_appointment(tools):
     assert TABLES["appointments"][scheduled["appointment_id"]]["start"] == scheduled["start"]
 
 
+def _refused_to_a_stranger(tools, name, owner, **arguments):
+    """The call, made for another patient than ``owner``, fails: 'is not one of' theirs."""
+    stranger = next(p for p in TABLES["patients"] if p != owner)
+    fails(tools, name, "is not one of", patient_id=stranger, **arguments)
+
+
 def test_refill_rules(tools):
     due = first("prescriptions", lambda r: rules.refillable(r) and rules.refill_due(r))
     owner = due["patient_id"]
-    stranger = next(p for p in TABLES["patients"] if p != owner)
-    _error(
-        tools,
-        "request_refill",
-        "is not one of",
-        patient_id=stranger,
-        prescription_id=due["prescription_id"],
-    )
+    _refused_to_a_stranger(tools, "request_refill", owner, prescription_id=due["prescription_id"])
     for where, message in (
         (lambda r: r["status"] == "discontinued", "only active"),
         (lambda r: r["status"] == "expired", "only active"),
@@ -557,7 +438,7 @@ def test_refill_rules(tools):
         (lambda r: r["refill_request"] is not None, "still pending"),
     ):
         rx = first("prescriptions", where)
-        _error(
+        fails(
             tools,
             "request_refill",
             message,
@@ -569,7 +450,7 @@ def test_refill_rules(tools):
     )
     assert result["refills_remaining"] == due["refills_remaining"] - 1
     assert result["refill_request"] == {"requested_on": TODAY, "status": "pending"}
-    _error(
+    fails(
         tools,
         "request_refill",
         "still pending",
@@ -588,30 +469,14 @@ def test_refill_timing_follows_the_policy_arithmetic():
 def test_claim_rules(tools):
     visit = first("appointments", rules.can_file_claim)
     patient_id = visit["patient_id"]
-    stranger = next(p for p in TABLES["patients"] if p != patient_id)
-    _error(
-        tools,
-        "file_claim",
-        "is not one of",
-        patient_id=stranger,
-        appointment_id=visit["appointment_id"],
-    )
-    no_show = first("appointments", lambda a: a["status"] == "no-show")
-    _error(
-        tools,
-        "file_claim",
-        "only be filed for completed",
-        patient_id=no_show["patient_id"],
-        appointment_id=no_show["appointment_id"],
-    )
-    claimed = first("appointments", lambda a: a.get("claim_id") is not None)
-    _error(
-        tools,
-        "file_claim",
-        "already has claim",
-        patient_id=claimed["patient_id"],
-        appointment_id=claimed["appointment_id"],
-    )
+    _refused_to_a_stranger(tools, "file_claim", patient_id, appointment_id=visit["appointment_id"])
+    for where, message in (
+        (lambda a: a["status"] == "no-show", "only be filed for completed"),
+        (lambda a: a.get("claim_id") is not None, "already has claim"),
+    ):
+        other = first("appointments", where)
+        ids = {"patient_id": other["patient_id"], "appointment_id": other["appointment_id"]}
+        fails(tools, "file_claim", message, **ids)
     claim = json.loads(
         tools("file_claim", patient_id=patient_id, appointment_id=visit["appointment_id"])
     )
@@ -621,9 +486,9 @@ def test_claim_rules(tools):
     details = json.loads(tools("get_claim_details", claim_id=claim["claim_id"]))
     assert {key: details[key] for key in claim} == claim and details["patient_id"] == patient_id
     paid = first("claims", lambda c: c["status"] == "paid")
-    _error(tools, "appeal_claim", "only denied", claim_id=paid["claim_id"], reason="billing error")
+    fails(tools, "appeal_claim", "only denied", claim_id=paid["claim_id"], reason="billing error")
     appealed = first("claims", lambda c: c["status"] == "appealed")
-    _error(
+    fails(
         tools,
         "appeal_claim",
         "already appealed",
@@ -640,41 +505,24 @@ def test_claim_rules(tools):
 def test_coverage_answers(tools):
     plan_of = {p: TABLES["plans"][r["plan_id"]] for p, r in TABLES["patients"].items()}
     patient_id = next(p for p, plan in plan_of.items() if plan["plan_id"] == "CAS-HMO")
-    derm = next(
-        p
-        for p in TABLES["providers"].values()
-        if p["specialty"] == "Dermatology" and "Cascade" in p["networks"]
-    )
-    result = json.loads(
-        tools(
-            "check_coverage",
-            patient_id=patient_id,
-            service="specialist visit",
-            provider_id=derm["provider_id"],
+
+    def dermatologist(in_network):
+        return next(
+            p["provider_id"]
+            for p in TABLES["providers"].values()
+            if p["specialty"] == "Dermatology" and ("Cascade" in p["networks"]) == in_network
         )
-    )
+
+    def coverage(provider_id):
+        arguments = {"patient_id": patient_id, "provider_id": provider_id}
+        return json.loads(tools("check_coverage", service="specialist visit", **arguments))
+
+    derm = dermatologist(True)
+    result = coverage(derm)
     assert result["in_network"] and result["copay"] == 45 and result["referral_required"]
-    _error(
-        tools,
-        "check_coverage",
-        "does not give",
-        patient_id=patient_id,
-        service="lab work",
-        provider_id=derm["provider_id"],
-    )
-    outside = next(
-        p
-        for p in TABLES["providers"].values()
-        if p["specialty"] == "Dermatology" and "Cascade" not in p["networks"]
-    )
-    result = json.loads(
-        tools(
-            "check_coverage",
-            patient_id=patient_id,
-            service="specialist visit",
-            provider_id=outside["provider_id"],
-        )
-    )
+    fails(tools, "check_coverage", "does not give",
+          patient_id=patient_id, service="lab work", provider_id=derm)  # fmt: skip
+    result = coverage(dermatologist(False))
     assert result["in_network"] is False and result["covered"] is False
 
 
@@ -722,17 +570,9 @@ def test_the_registered_id_runs_the_shipped_tasks_once_registered():
 
 
 def _median_step(env, task, turn, fresh):
-    times = []
-    env.reset(options={"task": task})
-    for _ in range(300):
-        if fresh:  # a write is never an episode's first call: the caller was verified before
-            env.reset(options={"task": task})
-            env.step(call("think", thought="verified"))
-        started = time.perf_counter()
-        observation, *_ = env.step(turn)
-        times.append(time.perf_counter() - started)
-        assert not observation[0]["content"].startswith("Error"), observation
-    return statistics.median(times)
+    # A write is never an episode's first call: the caller was verified before.
+    verified = [call("think", thought="verified")]
+    return kit.median_step(env, task, [turn], fresh=fresh, prelude=verified)
 
 
 def test_tool_calls_through_step_are_fast(env):
@@ -833,16 +673,13 @@ def test_an_agent_that_breaks_the_policy_gets_zero():
     environment.close()
 
 
-def test_a_disclosure_without_the_rule_or_a_declined_write_fails():
+def test_a_disclosure_without_the_rule_fails():
+    """(A declined write: test_tau_domains.py.)"""
     task = next(t for t in SPLITS["train"] if t["extra_info"]["category"] == "refuse_unauthorized")
     environment = TauHealthcareEnv(tasks=[task])
     turns = [call(a["name"], **a["arguments"]) for a in actions_of(task)]
     reward, info, _ = play(environment, task, [*turns, "Their next visit is on Friday."])
     assert reward == 0.0 and info["reward_info"]["outputs"] == {"rule 1.3": False}
-    declined = next(t for t in SPLITS["train"] if t["extra_info"]["category"] == "declined")
-    environment.reset(options={"task": declined})
-    assert environment.step("Shall I go ahead and proceed?")[0][0]["content"].startswith("No")
-    assert not has_write(declined) and declined["reward_spec"]["outputs"]
     environment.close()
 
 
@@ -887,18 +724,10 @@ def test_an_llm_user_episode_against_a_local_openai_compatible_server():
 
 def test_database_overlay_is_per_episode(env):
     appointment = first("appointments", rules.can_change)
-    env.reset(options={"task": SPLITS["test"][0]})
-    env.step(
-        call("cancel_appointment", appointment_id=appointment["appointment_id"], reason="other")
-    )
-    env.reset(options={"task": SPLITS["test"][0]})
-    observation, *_ = env.step(
-        call("get_appointment_details", appointment_id=appointment["appointment_id"])
-    )
-    assert json.loads(observation[0]["content"])["status"] == "scheduled"
-    assert isinstance(
-        Database(DOMAIN.base()).get("appointments", appointment["appointment_id"]), dict
-    )
+    key = appointment["appointment_id"]
+    cancel = call("cancel_appointment", appointment_id=key, reason="other")
+    read = call("get_appointment_details", appointment_id=key)
+    kit.check_overlay(env, SPLITS["test"][0], cancel, read, "scheduled", ("appointments", key))
 
 
 def test_money_outputs_match_both_ways_of_writing_an_amount():

@@ -9,47 +9,17 @@ import json
 import re
 import statistics
 import time
-from pathlib import Path
 
-import pytest
-from tau_domain_checks import (
-    actions_of,
-    call,
-    play,
-    tool_runner,
-)
+import tau_domain_checks as kit
+from tau_domain_checks import call, fails
 
-from tool_envs.tau.db import Database
-from tool_envs.tau.domains.retail import (
-    DOMAIN,
-    TauRetailEnv,
-    default_splits,
-    load_tables,
-)
+from tool_envs.tau.domains.retail import DOMAIN, TauRetailEnv
 from tool_envs.tau.domains.retail.tasks import CATEGORY_WEIGHTS, WRITE_TOOLS, money
-from tool_envs.tau.task import parse_reward_spec
 
-REPO = Path(__file__).resolve().parents[1]
-SPLITS = default_splits()
-ALL_TASKS = [row for rows in SPLITS.values() for row in rows]
-TABLES = load_tables()
+SPLITS, ALL_TASKS, TABLES = kit.shipped(DOMAIN)
 
-
-def has_write(task):
-    return any(a["name"] in WRITE_TOOLS for a in actions_of(task))
-
-
-@pytest.fixture(scope="module")
-def env():
-    environment = TauRetailEnv(tasks=SPLITS["test"])
-    yield environment
-    environment.close()
-
-
-@pytest.fixture
-def tools():
-    """The retail tools over a fresh episode database, called as the env calls them."""
-    return tool_runner(DOMAIN)
+has_write = kit.writes_in(WRITE_TOOLS)
+env, tools = kit.fixtures(lambda: TauRetailEnv(tasks=SPLITS["test"]), DOMAIN)
 
 
 def first(status, *, where=lambda order: True):
@@ -90,34 +60,14 @@ def _perturb(action, key):
         args[key] = [spare[0] if spare else _other_variant(value[0], value), *value[1:]]
     elif key == "new_item_ids":
         args[key] = [_other_variant(value[0], [*value, *args["item_ids"]]), *value[1:]]
-    elif key == "zip":
-        args[key] = value[:-1] + str((int(value[-1]) + 1) % 10)
-    elif key == "address2":
-        args[key] = "Apt 2B" if value != "Apt 2B" else "Apt 3C"
     else:
-        args[key] = "12 " + value
+        args[key] = kit.changed_text(key, value)
     assert args[key] != value
     return {"name": action["name"], "arguments": args}
 
 
 def test_changing_one_argument_of_one_write_loses_the_reward(env):
-    checked = 0
-    for number, task in enumerate(ALL_TASKS):
-        writes = [i for i, a in enumerate(actions_of(task)) if a["name"] in WRITE_TOOLS]
-        if not writes:
-            continue
-        position = writes[number % len(writes)]
-        keys = sorted(actions_of(task)[position]["arguments"])
-        actions = list(actions_of(task))
-        actions[position] = _perturb(actions[position], keys[number % len(keys)])
-        turns = [call(a["name"], **a["arguments"]) for a in actions]
-        spec = parse_reward_spec(task["reward_spec"])
-        if not any(a["name"] == "transfer_to_human_agents" for a in actions):
-            turns.append("All done. For your information: " + "; ".join(spec.outputs) + ".")
-        reward, info, _ = play(env, task, turns)
-        assert reward == 0.0, (task["extra_info"]["id"], actions[position])
-        assert info["reward_info"]["db_match"] is False
-        checked += 1
+    checked = kit.check_changed_write_loses(env, ALL_TASKS, WRITE_TOOLS, _perturb)
     assert checked > 0.8 * len(ALL_TASKS)
 
 
@@ -161,22 +111,8 @@ def test_the_database_has_the_required_size_and_shape():
 
 
 def test_splits_cover_every_category_and_share_no_task():
-    keys = {}
-    for split, rows in SPLITS.items():
-        assert len(rows) >= {"train": 500, "test": 100}[split]
-        tags = {tag for row in rows for tag in row["extra_info"]["tags"]}
-        assert set(WRITE_TOOLS) | {"refusal", "transfer", "multi_step", "multi_item"} <= tags
-        assert {"outputs", "info", "declined"} <= tags
-        assert {row["extra_info"]["category"] for row in rows} == set(CATEGORY_WEIGHTS)
-        keys[split] = {json.dumps(row["reward_spec"], sort_keys=True) for row in rows}
-        assert len(keys[split]) == len(rows)
-    assert not keys["train"] & keys["test"]
-    for row in ALL_TASKS:
-        scenario = row["extra_info"]["user_scenario"]
-        opening = row["prompt"][-1]["content"]
-        # The first message never volunteers an identifier: the agent has to ask.
-        assert "#W" not in opening and "@" not in opening
-        assert not any(value in opening for value in scenario["known_info"].values())
+    kit.check_splits(SPLITS, CATEGORY_WEIGHTS, {*WRITE_TOOLS, *kit.TAGS})
+    kit.check_openings(ALL_TASKS, "#W", "@")
 
 
 # --------------------------------------------------------------------------- (6) tool rules
@@ -204,36 +140,6 @@ def test_lookups_and_reads(tools):
     assert tools.db.changes() == {}
 
 
-@pytest.mark.parametrize(
-    ("name", "arguments", "message"),
-    [
-        ("find_user_id_by_email", {"email": "nobody@example.com"}, "user not found"),
-        ("find_user_id_by_name_zip", {"first_name": "A", "last_name": "B", "zip": "1"},
-         "not found"),
-        ("get_user_details", {"user_id": "nobody_1234"}, "not found"),
-        ("get_order_details", {"order_id": "W1234567"}, "order ids look like"),
-        ("get_product_details", {"product_id": "123"}, "not found"),
-        ("cancel_pending_order", {"order_id": "#W0000000", "reason": "ordered by mistake"},
-         "not found"),
-        ("modify_user_address", {"user_id": "x", "address1": "1 A St", "address2": "",
-                                 "city": "B", "state": "C", "country": "USA", "zip": "1"},
-         "not found"),
-        ("get_order_details", {"order": "#W1234567"}, "unexpected argument"),
-        ("calculate", {"expression": "__import__('os')"}, "only numbers"),
-    ],
-)  # fmt: skip
-def test_bad_ids_and_arguments_are_error_messages(tools, name, arguments, message):
-    result = tools(name, **arguments)
-    assert result.startswith("Error: ") and message in result, result
-
-
-def _error(tools, name, message, **arguments):
-    before = tools.db.hash()
-    result = tools(name, **arguments)
-    assert result.startswith("Error: ") and message in result, result
-    assert tools.db.hash() == before, "a failed write changed the database"
-
-
 def test_writes_need_the_right_status(tools):
     delivered = first("delivered")
     processed = first("processed")
@@ -242,30 +148,30 @@ def test_writes_need_the_right_status(tools):
                "country": "USA", "zip": "83701"}  # fmt: skip
     item = delivered["items"][0]["item_id"]
     method = delivered["payment_history"][0]["payment_method_id"]
-    _error(tools, "cancel_pending_order", "only pending orders",
-           order_id=processed["order_id"], reason="no longer needed")  # fmt: skip
-    _error(tools, "modify_pending_order_address", "only pending orders",
-           order_id=delivered["order_id"], **address)  # fmt: skip
-    _error(tools, "modify_pending_order_payment", "only pending orders",
-           order_id=delivered["order_id"], payment_method_id=method)  # fmt: skip
-    _error(tools, "modify_pending_order_items", "only pending orders",
-           order_id=delivered["order_id"], item_ids=[item], new_item_ids=[item],
-           payment_method_id=method)  # fmt: skip
-    _error(tools, "return_delivered_order_items", "only delivered orders",
-           order_id=pending["order_id"], item_ids=[pending["items"][0]["item_id"]],
-           payment_method_id=pending["payment_history"][0]["payment_method_id"])  # fmt: skip
-    _error(tools, "exchange_delivered_order_items", "only delivered orders",
-           order_id=processed["order_id"], item_ids=[processed["items"][0]["item_id"]],
-           new_item_ids=[processed["items"][0]["item_id"]],
-           payment_method_id=processed["payment_history"][0]["payment_method_id"])  # fmt: skip
-    _error(tools, "cancel_pending_order", "must be 'no longer needed' or 'ordered by mistake'",
-           order_id=pending["order_id"], reason="found it cheaper")  # fmt: skip
+    fails(tools, "cancel_pending_order", "only pending orders",
+          order_id=processed["order_id"], reason="no longer needed")  # fmt: skip
+    fails(tools, "modify_pending_order_address", "only pending orders",
+          order_id=delivered["order_id"], **address)  # fmt: skip
+    fails(tools, "modify_pending_order_payment", "only pending orders",
+          order_id=delivered["order_id"], payment_method_id=method)  # fmt: skip
+    fails(tools, "modify_pending_order_items", "only pending orders",
+          order_id=delivered["order_id"], item_ids=[item], new_item_ids=[item],
+          payment_method_id=method)  # fmt: skip
+    fails(tools, "return_delivered_order_items", "only delivered orders",
+          order_id=pending["order_id"], item_ids=[pending["items"][0]["item_id"]],
+          payment_method_id=pending["payment_history"][0]["payment_method_id"])  # fmt: skip
+    fails(tools, "exchange_delivered_order_items", "only delivered orders",
+          order_id=processed["order_id"], item_ids=[processed["items"][0]["item_id"]],
+          new_item_ids=[processed["items"][0]["item_id"]],
+          payment_method_id=processed["payment_history"][0]["payment_method_id"])  # fmt: skip
+    fails(tools, "cancel_pending_order", "must be 'no longer needed' or 'ordered by mistake'",
+          order_id=pending["order_id"], reason="found it cheaper")  # fmt: skip
     # One return or exchange per order.
     assert not tools("return_delivered_order_items", order_id=delivered["order_id"],
                      item_ids=[item], payment_method_id=method).startswith("Error")  # fmt: skip
-    _error(tools, "exchange_delivered_order_items", "only one return or exchange",
-           order_id=delivered["order_id"], item_ids=[item], new_item_ids=[item],
-           payment_method_id=method)  # fmt: skip
+    fails(tools, "exchange_delivered_order_items", "only one return or exchange",
+          order_id=delivered["order_id"], item_ids=[item], new_item_ids=[item],
+          payment_method_id=method)  # fmt: skip
 
 
 def test_cancelling_refunds_and_credits_a_gift_card_at_once(tools):
@@ -288,8 +194,8 @@ def test_cancelling_refunds_and_credits_a_gift_card_at_once(tools):
         TABLES["users"][user_id]["payment_methods"][payment["payment_method_id"]]["balance"]
         == balance
     ), "the base tables changed"
-    _error(tools, "cancel_pending_order", "only pending orders",
-           order_id=order["order_id"], reason="no longer needed")  # fmt: skip
+    fails(tools, "cancel_pending_order", "only pending orders",
+          order_id=order["order_id"], reason="no longer needed")  # fmt: skip
 
 
 def _swappable(order):
@@ -307,20 +213,20 @@ def test_item_modification_rules(tools):
     method = next(iter(methods))
     common = {"order_id": order["order_id"], "payment_method_id": method}
     other_product = order["items"][1]["item_id"]
-    _error(tools, "modify_pending_order_items", "same product",
-           item_ids=[item["item_id"]], new_item_ids=[other_product], **common)  # fmt: skip
-    _error(tools, "modify_pending_order_items", "not in order",
-           item_ids=["0000000000"], new_item_ids=[new["item_id"]], **common)  # fmt: skip
-    _error(tools, "modify_pending_order_items", "same length",
-           item_ids=[item["item_id"]], new_item_ids=[], **common)  # fmt: skip
-    _error(tools, "modify_pending_order_items", "same as the item",
-           item_ids=[item["item_id"]], new_item_ids=[item["item_id"]], **common)  # fmt: skip
+    fails(tools, "modify_pending_order_items", "same product",
+          item_ids=[item["item_id"]], new_item_ids=[other_product], **common)  # fmt: skip
+    fails(tools, "modify_pending_order_items", "not in order",
+          item_ids=["0000000000"], new_item_ids=[new["item_id"]], **common)  # fmt: skip
+    fails(tools, "modify_pending_order_items", "same length",
+          item_ids=[item["item_id"]], new_item_ids=[], **common)  # fmt: skip
+    fails(tools, "modify_pending_order_items", "same as the item",
+          item_ids=[item["item_id"]], new_item_ids=[item["item_id"]], **common)  # fmt: skip
     if unavailable:
-        _error(tools, "modify_pending_order_items", "not available",
+        fails(tools, "modify_pending_order_items", "not available",
                item_ids=[item["item_id"]], new_item_ids=[unavailable], **common)  # fmt: skip
-    _error(tools, "modify_pending_order_items", "not found in the profile",
-           item_ids=[item["item_id"]], new_item_ids=[new["item_id"]],
-           order_id=order["order_id"], payment_method_id="paypal_0000000")  # fmt: skip
+    fails(tools, "modify_pending_order_items", "not found in the profile",
+          item_ids=[item["item_id"]], new_item_ids=[new["item_id"]],
+          order_id=order["order_id"], payment_method_id="paypal_0000000")  # fmt: skip
     result = json.loads(tools("modify_pending_order_items", item_ids=[item["item_id"]],
                               new_item_ids=[new["item_id"]], **common))  # fmt: skip
     assert result["status"] == "pending (item modified)"
@@ -329,8 +235,8 @@ def test_item_modification_rules(tools):
     difference = round(new["price"] - item["price"], 2)
     if difference:
         assert result["payment_history"][-1]["amount"] == abs(difference)
-    _error(tools, "modify_pending_order_items", "already modified once",
-           item_ids=[item["item_id"]], new_item_ids=[new["item_id"]], **common)  # fmt: skip
+    fails(tools, "modify_pending_order_items", "already modified once",
+          item_ids=[item["item_id"]], new_item_ids=[new["item_id"]], **common)  # fmt: skip
     # Cancelling is still possible, and refunds the net amount paid.
     result = json.loads(
         tools("cancel_pending_order", order_id=order["order_id"], reason="ordered by mistake")
@@ -352,10 +258,10 @@ def test_payment_and_refund_method_rules(tools):
     methods = TABLES["users"][order["user_id"]]["payment_methods"]
     card = next(m["id"] for m in methods.values() if m["source"] == "gift_card")
     current = order["payment_history"][0]["payment_method_id"]
-    _error(tools, "modify_pending_order_payment", "insufficient gift card balance",
-           order_id=order["order_id"], payment_method_id=card)  # fmt: skip
-    _error(tools, "modify_pending_order_payment", "must differ",
-           order_id=order["order_id"], payment_method_id=current)  # fmt: skip
+    fails(tools, "modify_pending_order_payment", "insufficient gift card balance",
+          order_id=order["order_id"], payment_method_id=card)  # fmt: skip
+    fails(tools, "modify_pending_order_payment", "must differ",
+          order_id=order["order_id"], payment_method_id=current)  # fmt: skip
 
     def two_cards(order):
         methods = TABLES["users"][order["user_id"]]["payment_methods"].values()
@@ -365,9 +271,9 @@ def test_payment_and_refund_method_rules(tools):
     original = delivered["payment_history"][0]["payment_method_id"]
     methods = TABLES["users"][delivered["user_id"]]["payment_methods"]
     other = next(k for k, m in methods.items() if m["source"] == "credit_card" and k != original)
-    _error(tools, "return_delivered_order_items", "original payment method",
-           order_id=delivered["order_id"], item_ids=[delivered["items"][0]["item_id"]],
-           payment_method_id=other)  # fmt: skip
+    fails(tools, "return_delivered_order_items", "original payment method",
+          order_id=delivered["order_id"], item_ids=[delivered["items"][0]["item_id"]],
+          payment_method_id=other)  # fmt: skip
 
 
 def test_read_tools_never_write(tools):
@@ -418,44 +324,28 @@ def test_a_hand_written_conversation_with_the_scripted_user(env):
     order = first("pending")
     user = TABLES["users"][order["user_id"]]
     refund = order["payment_history"][0]["amount"]
-    task = {
-        "prompt": [
-            {"role": "system", "content": DOMAIN.policy},
-            {"role": "user", "content": "Hi, I'd like to cancel one of my orders."},
-        ],
-        "env_id": "tool_envs/TauRetail-v0",
-        "reward_spec": {
-            "actions": [
-                {"name": "cancel_pending_order",
-                 "arguments": {"order_id": order["order_id"], "reason": "ordered by mistake"}},
-            ],
-            "outputs": [money(refund)],
-        },
-        "extra_info": {
-            "id": "retail-handwritten",
-            "domain": "retail",
-            "user_scenario": {
-                "reason_for_call": "Hi, I'd like to cancel one of my orders.",
-                "known_info": {"email": user["email"], "order_id": order["order_id"],
-                               "reason": "ordered by mistake"},
-            },
-        },
-    }  # fmt: skip
+    task = kit.hand_written(
+        DOMAIN,
+        "Hi, I'd like to cancel one of my orders.",
+        [{"name": "cancel_pending_order",
+          "arguments": {"order_id": order["order_id"], "reason": "ordered by mistake"}}],
+        [money(refund)],
+        known_info={"email": user["email"], "order_id": order["order_id"],
+                    "reason": "ordered by mistake"},
+    )  # fmt: skip
     env.reset(options={"task": task})
-    observation, *_ = env.step("Sure. Could you please provide your email address?")
-    assert observation[0]["content"] == f"My email is {user['email']}."
-    observation, *_ = env.step(call("find_user_id_by_email", email=user["email"]))
-    assert observation[0]["content"] == user["user_id"]
+    reply = kit.say(env, "Sure. Could you please provide your email address?")
+    assert reply == f"My email is {user['email']}."
+    assert kit.say(env, call("find_user_id_by_email", email=user["email"])) == user["user_id"]
     env.step(call("get_user_details", user_id=user["user_id"]))
-    observation, *_ = env.step("Thanks. What is the order id, and the reason for cancelling?")
-    assert order["order_id"] in observation[0]["content"]
-    assert "ordered by mistake" in observation[0]["content"]
+    reply = kit.say(env, "Thanks. What is the order id, and the reason for cancelling?")
+    assert order["order_id"] in reply and "ordered by mistake" in reply
     env.step(call("get_order_details", order_id=order["order_id"]))
-    observation, *_ = env.step(
+    proposal = (
         f"I will cancel it; {money(refund)} dollars go back to the original payment method. "
         "Shall I proceed (yes/no)?"
     )
-    assert observation[0]["content"].startswith("Yes")
+    assert kit.say(env, proposal).startswith("Yes")
     observation, reward, terminated, _, _ = env.step(
         call("cancel_pending_order", order_id=order["order_id"], reason="ordered by mistake")
     )
@@ -464,21 +354,9 @@ def test_a_hand_written_conversation_with_the_scripted_user(env):
     assert terminated and reward == 1.0, info["reward_info"]
 
 
-def test_confirmation_declined_keeps_the_database():
-    """A declined task: writing anyway fails the task, stating the amount passes it."""
-    task = next(t for t in SPLITS["train"] if t["extra_info"]["category"] == "declined")
-    environment = TauRetailEnv(tasks=[task])
-    environment.reset(options={"task": task})
-    assert environment.step("Shall I go ahead and proceed?")[0][0]["content"].startswith("No")
-    environment.close()
-    assert not has_write(task) and task["reward_spec"]["outputs"]
-
-
 def test_database_overlay_is_per_episode(env):
     order = first("pending")
-    env.reset(options={"task": SPLITS["test"][0]})
-    env.step(call("cancel_pending_order", order_id=order["order_id"], reason="no longer needed"))
-    env.reset(options={"task": SPLITS["test"][0]})
-    observation, *_ = env.step(call("get_order_details", order_id=order["order_id"]))
-    assert json.loads(observation[0]["content"])["status"] == "pending"
-    assert isinstance(Database(DOMAIN.base()).get("orders", order["order_id"]), dict)
+    cancel = call("cancel_pending_order", order_id=order["order_id"], reason="no longer needed")
+    read = call("get_order_details", order_id=order["order_id"])
+    record = ("orders", order["order_id"])
+    kit.check_overlay(env, SPLITS["test"][0], cancel, read, "pending", record)

@@ -1,7 +1,7 @@
 """TauTelecom-v0: the database, the phone's physics, the tools' rules, and dual-control tasks that
 are solvable, strict and not free.
 
-Every shipped task is played through the env by its gold turns with the scripted user (who does
+Every kit.shipped task is played through the env by its gold turns with the scripted user (who does
 the phone steps when asked): reward 1. A one-argument change to one write, the agent's or the
 customer's, loses the reward; the checks every domain shares are in test_tau_domains.py.
 """
@@ -10,28 +10,15 @@ import copy
 import json
 import statistics
 import time
-from pathlib import Path
 
 import gymnasium as gym
-import pytest
-from tau_domain_checks import (
-    actions_of,
-    call,
-    tool_runner,
-)
+import tau_domain_checks as kit
+from tau_domain_checks import actions_of, call, fails
 from tau_helpers import PROMPT_TOKENS, customer_server
 
 import tool_envs
 from tool_envs.core.tools import Toolset
-from tool_envs.tau.db import Database
-from tool_envs.tau.domains.telecom import (
-    DOMAIN,
-    ENV_ID,
-    PhoneTools,
-    TauTelecomEnv,
-    default_splits,
-    load_tables,
-)
+from tool_envs.tau.domains.telecom import DOMAIN, ENV_ID, PhoneTools, TauTelecomEnv
 from tool_envs.tau.domains.telecom import phone as physics
 from tool_envs.tau.domains.telecom.data import DEFAULT_APN, MAX_TOP_UP_GB
 from tool_envs.tau.domains.telecom.tasks import (
@@ -42,33 +29,15 @@ from tool_envs.tau.domains.telecom.tasks import (
     money,
 )
 
-REPO = Path(__file__).resolve().parents[1]
-SPLITS = default_splits()
-ALL_TASKS = [row for rows in SPLITS.values() for row in rows]
-TABLES = load_tables()
+SPLITS, ALL_TASKS, TABLES = kit.shipped(DOMAIN)
 NO_OP_MESSAGE = "Is there anything else I can help you with?"
 
 gym.register_envs(tool_envs)
 if ENV_ID not in gym.registry:  # until the registry lists the domain
     gym.register(ENV_ID, entry_point=TauTelecomEnv, max_episode_steps=30)
 
-
-def has_write(task):
-    return any(a["name"] in WRITE_TOOLS for a in actions_of(task))
-
-
-@pytest.fixture(scope="module")
-def env():
-    environment = TauTelecomEnv(tasks=SPLITS["test"])
-    yield environment
-    environment.close()
-
-
-@pytest.fixture
-def tools():
-    """The agent's and the phone's tools over one fresh episode database, called as the env
-    calls them: ``tools(name, **arguments)`` runs whichever side has the tool."""
-    return tool_runner(DOMAIN)
+has_write = kit.writes_in(WRITE_TOOLS)
+env, tools = kit.fixtures(lambda: TauTelecomEnv(tasks=SPLITS["test"]), DOMAIN)
 
 
 def play(env, task, turns):
@@ -183,11 +152,7 @@ def _perturb(action, number):
 def test_changing_one_argument_of_one_write_loses_the_reward(env):
     """Agent writes are changed in the agent's turn; phone steps in what the user does."""
     checked = {"assistant": 0, "user": 0}
-    for number, task in enumerate(ALL_TASKS):
-        writes = [i for i, a in enumerate(actions_of(task)) if a["name"] in WRITE_TOOLS]
-        if not writes:
-            continue
-        position = writes[number % len(writes)]
+    for number, task, position in kit.one_write_each(ALL_TASKS, WRITE_TOOLS):
         turns = env.gold_turns(task)
         changed = copy.deepcopy(task)
         action = changed["reward_spec"]["actions"][position]
@@ -311,51 +276,20 @@ def test_lookups_and_reads(tools):
     assert tools.db.changes() == {}
 
 
-@pytest.mark.parametrize(
-    ("name", "arguments", "message"),
-    [
-        ("find_customer_by_phone", {"phone_number": "555-000-0000"}, "no line"),
-        ("find_customer_by_phone", {"phone_number": "12345"}, "10-digit"),
-        ("find_customer_by_name_dob", {"full_name": "No One", "date_of_birth": "1990-01-01"},
-         "not found"),
-        ("get_customer_details", {"customer_id": "123456"}, "customer ids look like"),
-        ("get_line_details", {"line_id": "123"}, "line ids look like"),
-        ("get_plan_details", {"plan_id": "gold"}, "list_plans"),
-        ("get_bill_details", {"bill_id": "1234567"}, "bill ids look like"),
-        ("suspend_line", {"line_id": "L000000", "reason": "temporary hold"}, "not found"),
-        ("add_data_top_up", {"line_id": "L000000", "gb": "2"}, "invalid arguments"),
-        ("check_status_bar", {"phone_number": "555-000-0000"}, "no phone"),
-        ("set_network_mode", {"phone_number": "555-000-0000", "mode": "auto"}, "no phone"),
-        ("toggle_airplane_mode", {"phone_number": "555-000-0000"}, "invalid arguments"),
-        ("calculate", {"expression": "__import__('os')"}, "only numbers"),
-    ],
-)  # fmt: skip
-def test_bad_ids_and_arguments_are_error_messages(tools, name, arguments, message):
-    result = tools(name, **arguments)
-    assert result.startswith("Error: ") and message in result, result
-
-
-def _error(tools, name, message, **arguments):
-    before = tools.db.hash()
-    result = tools(name, **arguments)
-    assert result.startswith("Error: ") and message in result, result
-    assert tools.db.hash() == before, "a failed write changed the database"
-
-
 def test_line_and_roaming_rules(tools):
     line = clean_line(lambda line: not line["roaming_enabled"])
     line_id = line["line_id"]
-    _error(tools, "resume_line", "already active", line_id=line_id)
-    _error(tools, "disable_roaming", "already disabled", line_id=line_id)
-    _error(tools, "suspend_line", "'lost or stolen' or 'temporary hold'",
-           line_id=line_id, reason="moving abroad")  # fmt: skip
+    fails(tools, "resume_line", "already active", line_id=line_id)
+    fails(tools, "disable_roaming", "already disabled", line_id=line_id)
+    fails(tools, "suspend_line", "'lost or stolen' or 'temporary hold'",
+          line_id=line_id, reason="moving abroad")  # fmt: skip
     assert json.loads(tools("enable_roaming", line_id=line_id))["roaming_enabled"] is True
-    _error(tools, "enable_roaming", "already enabled", line_id=line_id)
+    fails(tools, "enable_roaming", "already enabled", line_id=line_id)
     suspended = json.loads(tools("suspend_line", line_id=line_id, reason="temporary hold"))
     assert suspended["status"] == "suspended"
-    _error(tools, "suspend_line", "already suspended", line_id=line_id, reason="lost or stolen")
-    _error(tools, "add_data_top_up", "suspended line cannot", line_id=line_id, gb=1)
-    _error(tools, "change_plan", "suspended line cannot", line_id=line_id, plan_id="max-50")
+    fails(tools, "suspend_line", "already suspended", line_id=line_id, reason="lost or stolen")
+    fails(tools, "add_data_top_up", "suspended line cannot", line_id=line_id, gb=1)
+    fails(tools, "change_plan", "suspended line cannot", line_id=line_id, plan_id="max-50")
     assert "Emergency calls only" in tools("check_status_bar", phone_number=line["phone_number"])
     assert json.loads(tools("resume_line", line_id=line_id))["status"] == "active"
     assert json.loads(tools("disable_roaming", line_id=line_id))["roaming_enabled"] is False
@@ -381,24 +315,24 @@ def test_an_overdue_bill_blocks_service_changes_until_paid_on_the_phone(tools):
     ):
         if name == "enable_roaming" and active["roaming_enabled"]:
             continue
-        _error(tools, name, "overdue bill", **arguments)
+        fails(tools, name, "overdue bill", **arguments)
     paid = next(b for b in TABLES["customers"][customer_id]["bill_ids"]
                 if TABLES["bills"][b]["status"] == "paid")  # fmt: skip
-    _error(tools, "send_payment_request", "already paid", customer_id=customer_id, bill_id=paid)
+    fails(tools, "send_payment_request", "already paid", customer_id=customer_id, bill_id=paid)
     other = next(c for c in TABLES["customers"] if c != customer_id)
-    _error(tools, "send_payment_request", "does not belong",
-           customer_id=other, bill_id=bill_id)  # fmt: skip
-    _error(tools, "make_payment", "no payment request", phone_number=number, bill_id=bill_id)
+    fails(tools, "send_payment_request", "does not belong",
+          customer_id=other, bill_id=bill_id)  # fmt: skip
+    fails(tools, "make_payment", "no payment request", phone_number=number, bill_id=bill_id)
     assert tools("check_payment_requests", phone_number=number).endswith(
         "no payment requests waiting."
     )
     sent = json.loads(tools("send_payment_request", customer_id=customer_id, bill_id=bill_id))
     assert sent["payment_request"] == "sent"
     pending = TABLES["customers"][customer_id]["bill_ids"][-1]
-    _error(tools, "send_payment_request", "still open", customer_id=customer_id, bill_id=pending)
+    fails(tools, "send_payment_request", "still open", customer_id=customer_id, bill_id=pending)
     assert bill_id in tools("check_payment_requests", phone_number=number)
     stranger = line_where(lambda other: other["customer_id"] != customer_id)["phone_number"]
-    _error(tools, "make_payment", "no payment request", phone_number=stranger, bill_id=bill_id)
+    fails(tools, "make_payment", "no payment request", phone_number=stranger, bill_id=bill_id)
     amount = TABLES["bills"][bill_id]["amount"]
     assert tools("make_payment", phone_number=number, bill_id=bill_id) == (
         f"Carrier app: bill {bill_id} paid ({amount:.2f}). Thank you!"
@@ -408,7 +342,7 @@ def test_an_overdue_bill_blocks_service_changes_until_paid_on_the_phone(tools):
     profile = json.loads(tools("get_customer_details", customer_id=customer_id))
     assert profile["account_status"] == "active"
     assert TABLES["customers"][customer_id]["account_status"] == "past_due", "base changed"
-    _error(tools, "make_payment", "no payment request", phone_number=number, bill_id=bill_id)
+    fails(tools, "make_payment", "no payment request", phone_number=number, bill_id=bill_id)
     assert json.loads(tools("resume_line", line_id=line["line_id"]))["status"] == "active"
 
 
@@ -417,33 +351,33 @@ def test_top_ups_are_capped_priced_and_billed(tools):
     line_id, plan = line["line_id"], TABLES["plans"][line["plan_id"]]
     bill_id = TABLES["customers"][line["customer_id"]]["bill_ids"][-1]
     amount = TABLES["bills"][bill_id]["amount"]
-    _error(tools, "add_data_top_up", "at least 1", line_id=line_id, gb=0)
-    _error(tools, "add_data_top_up", f"at most {MAX_TOP_UP_GB} GB more",
-           line_id=line_id, gb=MAX_TOP_UP_GB + 1)  # fmt: skip
+    fails(tools, "add_data_top_up", "at least 1", line_id=line_id, gb=0)
+    fails(tools, "add_data_top_up", f"at most {MAX_TOP_UP_GB} GB more",
+          line_id=line_id, gb=MAX_TOP_UP_GB + 1)  # fmt: skip
     result = json.loads(tools("add_data_top_up", line_id=line_id, gb=3))
     price = round(3 * plan["top_up_price_per_gb"], 2)
     assert result["charged"] == price and result["data_top_up_gb"] == 3
     assert result["data_limit_gb"] == plan["data_gb"] + 3
     bill = json.loads(tools("get_bill_details", bill_id=bill_id))
     assert bill["amount"] == round(amount + price, 2) and bill["items"][-1]["amount"] == price
-    _error(tools, "add_data_top_up", "at most 7 GB more", line_id=line_id, gb=8)
+    fails(tools, "add_data_top_up", "at most 7 GB more", line_id=line_id, gb=8)
     assert not tools("add_data_top_up", line_id=line_id, gb=7).startswith("Error")
-    _error(tools, "add_data_top_up", "at most 0 GB more", line_id=line_id, gb=1)
+    fails(tools, "add_data_top_up", "at most 0 GB more", line_id=line_id, gb=1)
     # Once the current bill is paid, the cycle takes no more charges.
     other = clean_line(lambda other: other["customer_id"] != line["customer_id"]
                        and other["data_top_up_gb"] == 0)  # fmt: skip
     current = TABLES["customers"][other["customer_id"]]["bill_ids"][-1]
     tools("send_payment_request", customer_id=other["customer_id"], bill_id=current)
     tools("make_payment", phone_number=other["phone_number"], bill_id=current)
-    _error(tools, "add_data_top_up", "already paid", line_id=other["line_id"], gb=1)
+    fails(tools, "add_data_top_up", "already paid", line_id=other["line_id"], gb=1)
 
 
 def test_plan_changes(tools):
     line = clean_line()
     line_id, current = line["line_id"], line["plan_id"]
-    _error(tools, "change_plan", "already on", line_id=line_id, plan_id=current)
-    _error(tools, "change_plan", "legacy plan", line_id=line_id, plan_id="legacy-talk-1")
-    _error(tools, "change_plan", "not found", line_id=line_id, plan_id="platinum")
+    fails(tools, "change_plan", "already on", line_id=line_id, plan_id=current)
+    fails(tools, "change_plan", "legacy plan", line_id=line_id, plan_id="legacy-talk-1")
+    fails(tools, "change_plan", "not found", line_id=line_id, plan_id="platinum")
     target = "ultra-100" if current != "ultra-100" else "basic-5"
     view = json.loads(tools("change_plan", line_id=line_id, plan_id=target))
     assert view["plan_id"] == target and view["plan_name"] == TABLES["plans"][target]["name"]
@@ -472,14 +406,14 @@ def test_the_phone_shows_what_its_settings_and_line_imply(tools):
     tools("toggle_mobile_data", phone_number=number, enabled=True)
     # A wrong APN: no internet until the name is right again (typed or reset).
     assert "internet: no connection." in tools("set_apn", phone_number=number, apn_name="web")
-    _error(tools, "set_apn", "cannot be empty", phone_number=number, apn_name="  ")
+    fails(tools, "set_apn", "cannot be empty", phone_number=number, apn_name="  ")
     assert "'web'" in tools("check_apn_settings", phone_number=number)
     fixed = tools("set_apn", phone_number=number, apn_name=DEFAULT_APN["name"])
     assert fixed.endswith("internet: connected.")
     # Slow network modes.
     tools("set_network_mode", phone_number=number, mode="2g_only")
     assert "slow" in tools("run_speed_test", phone_number=number)
-    _error(tools, "set_network_mode", "mode must be one of", phone_number=number, mode="6g")
+    fails(tools, "set_network_mode", "mode must be one of", phone_number=number, mode="6g")
     tools("set_network_mode", phone_number=number, mode="auto")
     # The SIM: reseating needs a restart before the phone uses it again.
     reseated = tools("reseat_sim", phone_number=number)
@@ -578,24 +512,14 @@ def _airplane_task():
     customer = TABLES["customers"][line["customer_id"]]
     number = line["phone_number"]
     fix = {"name": "toggle_airplane_mode", "arguments": {"phone_number": number, "enabled": False}}
-    task = {
-        "prompt": [
-            {"role": "system", "content": DOMAIN.policy},
-            {"role": "user", "content": "Hi, my phone suddenly has no service at all."},
-        ],
-        "env_id": ENV_ID,
-        "reward_spec": {"actions": [{**fix, "requestor": "user"}], "outputs": []},
-        "extra_info": {
-            "id": "telecom-handwritten",
-            "domain": "telecom",
-            "user_scenario": {
-                "reason_for_call": "Hi, my phone suddenly has no service at all.",
-                "known_info": {"phone_number": number, "name": customer["full_name"]},
-                "user_actions": [{**fix, "instruction": "turn off airplane mode",
-                                  "triggers": ["airplane mode"]}],
-            },
-        },
-    }  # fmt: skip
+    task = kit.hand_written(
+        DOMAIN,
+        "Hi, my phone suddenly has no service at all.",
+        [{**fix, "requestor": "user"}],
+        known_info={"phone_number": number, "name": customer["full_name"]},
+        user_actions=[{**fix, "instruction": "turn off airplane mode",
+                       "triggers": ["airplane mode"]}],
+    )  # fmt: skip
     return task, line, customer
 
 
@@ -638,23 +562,11 @@ def test_a_hand_written_troubleshooting_conversation_with_the_scripted_user(env)
     assert info["reward_info"]["user_device_calls"] == []
 
 
-def test_a_declined_confirmation_keeps_the_database():
-    task = next(t for t in SPLITS["train"] if t["extra_info"]["category"] == "declined")
-    environment = TauTelecomEnv(tasks=[task])
-    environment.reset(options={"task": task})
-    assert environment.step("Shall I go ahead and proceed?")[0][0]["content"].startswith("No")
-    environment.close()
-    assert not has_write(task) and task["reward_spec"]["outputs"]
-
-
 def test_database_overlay_is_per_episode(env):
     line = clean_line()
-    env.reset(options={"task": SPLITS["test"][0]})
-    env.step(call("suspend_line", line_id=line["line_id"], reason="temporary hold"))
-    env.reset(options={"task": SPLITS["test"][0]})
-    observation, *_ = env.step(call("get_line_details", line_id=line["line_id"]))
-    assert json.loads(observation[0]["content"])["status"] == "active"
-    assert isinstance(Database(DOMAIN.base()).get("lines", line["line_id"]), dict)
+    suspend = call("suspend_line", line_id=line["line_id"], reason="temporary hold")
+    read = call("get_line_details", line_id=line["line_id"])
+    kit.check_overlay(env, SPLITS["test"][0], suspend, read, "active", ("lines", line["line_id"]))
 
 
 def test_llm_user_episode_gets_the_phone_tools_and_counts_its_calls():

@@ -2,7 +2,7 @@
 
 import datasets
 import pytest
-from rollout_helpers import tiny_tokenizer_and_model
+from rollout_helpers import tiny_grpo_config, tiny_tokenizer_and_model
 from transformers.utils import get_json_schema
 
 from tool_envs.calculator import default_splits, gold_turns
@@ -37,18 +37,7 @@ def test_grpo_step_in_trls_tool_loop(tmp_path, monkeypatch):
     tokenizer.save_pretrained(tmp_path / "model")
     environment_class, reward = tool_loop_environment("tool_envs/Calculator-v0")
     rows = [encode_row(r) for r in default_splits()["train"][:4]]
-    config = trl.GRPOConfig(
-        output_dir=str(tmp_path / "out"),
-        use_cpu=True,
-        report_to="none",
-        save_strategy="no",
-        per_device_train_batch_size=4,
-        num_generations=4,
-        max_completion_length=32,
-        max_steps=1,
-        max_tool_calling_iterations=2,
-        logging_steps=1,
-    )
+    config = tiny_grpo_config(tmp_path / "out", max_tool_calling_iterations=2, logging_steps=1)
     trainer = trl.GRPOTrainer(
         model=str(tmp_path / "model"),
         processing_class=tokenizer,

@@ -5,7 +5,7 @@ import json
 import datasets
 import pytest
 import torch
-from rollout_helpers import GoldPolicyBackend, tiny_tokenizer_and_model
+from rollout_helpers import GoldPolicyBackend, tiny_grpo_config, tiny_tokenizer_and_model
 
 from tool_envs.calculator import default_splits
 from tool_envs.data import encode_row
@@ -30,15 +30,10 @@ def distinct_tokens(completion_ids, **kwargs):
 
 def make_trainer(tiny, tmp_path, rows, rollout_func, reward_funcs=(env_reward,), **overrides):
     folder, tokenizer = tiny
-    config = trl.GRPOConfig(
-        output_dir=str(tmp_path),
-        use_cpu=True,
-        report_to="none",
-        save_strategy="no",
+    config = tiny_grpo_config(
+        tmp_path,
         per_device_train_batch_size=8,  # two GRPO groups of 4
-        num_generations=4,
         max_completion_length=160,
-        max_steps=1,
         learning_rate=1e-2,  # large, so one step visibly moves a random tiny model
         logging_steps=1,
         beta=0.0,
@@ -121,16 +116,7 @@ def test_grpo_step_on_multi_turn_episodes_honours_env_mask(tiny, tmp_path, monke
 def test_missing_task_row_environment_is_a_clear_error(tiny, tmp_path, monkeypatch):
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     folder, tokenizer = tiny
-    config = trl.GRPOConfig(
-        output_dir=str(tmp_path),
-        use_cpu=True,
-        report_to="none",
-        save_strategy="no",
-        per_device_train_batch_size=4,
-        num_generations=4,
-        max_completion_length=32,
-        max_steps=1,
-    )
+    config = tiny_grpo_config(tmp_path)
     dataset = datasets.Dataset.from_list([encode_row(r) for r in default_splits()["train"][:4]])
     trainer = trl.GRPOTrainer(
         model=str(folder),

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def _json_object(text: str) -> dict[str, Any]:
-    """argparse type for flags that take a JSON object."""
+def json_object(text: str) -> dict[str, Any]:
+    """argparse type for flags that take a JSON object (the ``tool-envs`` subcommands' too)."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -133,20 +133,20 @@ def _add_eval_parser(commands: Any) -> None:
     run.add_argument("--limit", type=int, help="first N tasks of each env")
     run.add_argument(
         "--where",
-        type=_json_object,
+        type=json_object,
         default={},
         help='filter on extra_info, e.g. {"difficulty": 1}',
     )
     run.add_argument(
         "--env-kwargs",
-        type=_json_object,
+        type=json_object,
         default={},
         metavar="JSON",
         help='gymnasium.make arguments per env, e.g. {"tool_envs/X-v0": {"k": 1}}',
     )
     run.add_argument(
         "--env-servers",
-        type=_json_object,
+        type=json_object,
         default={},
         metavar="JSON",
         help='play these envs on `tool-envs serve` servers: {"tool_envs/X-v0": "http://'
@@ -208,7 +208,7 @@ def _add_serve_parser(commands: Any) -> None:
     )
     serve.add_argument(
         "--env-kwargs",
-        type=_json_object,
+        type=json_object,
         default={},
         metavar="JSON",
         help='gymnasium.make arguments of every session\'s env, e.g. {"user": "scripted"}',
@@ -235,7 +235,7 @@ def _add_serve_parser(commands: Any) -> None:
     ray.add_argument("--num-cpus", type=float, default=1.0, help="CPUs per server (default 1)")
     ray.add_argument(
         "--resources",
-        type=_json_object,
+        type=json_object,
         default={},
         metavar="JSON",
         help='custom Ray resources per server, e.g. {"sandbox": 1}',
@@ -339,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument("env_id", help="registered env id, e.g. tool_envs/Calculator-v0")
     check.add_argument(
         "--env-kwargs",
-        type=_json_object,
+        type=json_object,
         default={},
         metavar="JSON",
         help="gymnasium.make arguments for the env",

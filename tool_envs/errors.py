@@ -146,6 +146,13 @@ class TaskRowError(ToolEnvsError, ValueError):
         prefix = f"{', '.join(where)}: " if where else ""
         super().__init__(prefix + message)
 
+    def located(self, where: str) -> TaskRowError:
+        """The same error with the source it came from in front (``"train.jsonl: row 3, ..."``),
+        for readers that take rows from several sources; index and field are kept."""
+        error = TaskRowError(f"{where}: {self}")
+        error.index, error.field = self.index, self.field
+        return error
+
 
 class ToolDefinitionError(ToolEnvsError, TypeError):
     """Raised when a function cannot be turned into a tool (no type hints, no docstring, ...)."""

@@ -94,9 +94,7 @@ def _validate_at(row: Mapping[str, Any], index: int, where: str | None) -> dict[
     except TaskRowError as exc:
         if where is None:
             raise
-        error = TaskRowError(f"{where}: {exc}")
-        error.index, error.field = exc.index, exc.field
-        raise error from None
+        raise exc.located(where) from None
 
 
 def _decode_only(row: Mapping[str, Any]) -> dict[str, Any]:

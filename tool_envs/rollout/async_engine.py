@@ -23,7 +23,6 @@ import concurrent.futures
 import threading
 import time
 from collections.abc import Coroutine, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from tool_envs.rollout.backends.base import (
@@ -77,6 +76,8 @@ class AsyncRolloutEngine(EpisodeRunner):
         requests: Generation requests of the last run.
     """
 
+    step_threads = "tool-envs-async-step"
+
     def __init__(
         self,
         tokenizer: Any,
@@ -91,20 +92,10 @@ class AsyncRolloutEngine(EpisodeRunner):
                 "such as VLLMServerBackend (use RolloutEngine for batched backends)"
             )
         super().__init__(tokenizer, backend, settings, config)
-        self._executor = ThreadPoolExecutor(
-            max_workers=self.config.env_workers or 512, thread_name_prefix="tool-envs-async-step"
-        )
         self.generation_busy_seconds = 0.0
         self.wall_seconds = 0.0
         self.requests = 0
         self._active_runs = 0
-
-    def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
-        super().close()
-
-    def __enter__(self) -> AsyncRolloutEngine:
-        return self
 
     def run(
         self,

@@ -27,9 +27,10 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
+from typing_extensions import Self
 
 import tool_envs
 from tool_envs.core.messages import Message
@@ -313,6 +314,9 @@ class EpisodeRunner:
     for the same turns. Subclasses decide only when generation and env steps happen.
     """
 
+    step_threads: ClassVar[str] = "tool-envs-step"
+    """Name prefix of the threads that step envs."""
+
     def __init__(
         self,
         tokenizer: Any,
@@ -337,11 +341,17 @@ class EpisodeRunner:
             template_kwargs=dict(self.config.template_kwargs),
         )
         self.pool = EnvPool(self.config)
+        # Env steps run here: sized to the live episodes unless env_workers caps it; threads are
+        # created only as steps need them.
+        self._executor = ThreadPoolExecutor(
+            max_workers=self.config.env_workers or 512, thread_name_prefix=self.step_threads
+        )
 
     def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
         self.pool.close()
 
-    def __enter__(self) -> EpisodeRunner:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -542,11 +552,6 @@ class RolloutEngine(EpisodeRunner):
     ):
         super().__init__(tokenizer, backend, settings, config)
         self.generation_calls = 0
-        # Sized per turn to the live episodes unless env_workers caps it; threads are created
-        # only as steps need them.
-        self._executor = ThreadPoolExecutor(
-            max_workers=self.config.env_workers or 512, thread_name_prefix="tool-envs-step"
-        )
 
     def run(
         self,
@@ -571,13 +576,6 @@ class RolloutEngine(EpisodeRunner):
             self._release(episodes)
             raise
         return self._finish(episodes)
-
-    def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
-        super().close()
-
-    def __enter__(self) -> RolloutEngine:
-        return self
 
     # ------------------------------------------------------------------ one turn, all live episodes
 

@@ -63,9 +63,7 @@ def load_search_qa(
         except TaskRowError as exc:
             if where is None:
                 raise
-            error = TaskRowError(f"{where}: {exc}")
-            error.index, error.field = exc.index, exc.field
-            raise error from None
+            raise exc.located(where) from None
     return rows
 
 

@@ -9,7 +9,8 @@ How those texts are worded (openings, amounts, lists) is :mod:`tool_envs.tau.wor
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+import random
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,12 @@ Action = dict[str, Any]
 
 Finished = tuple[dict[str, Any], list[Action], list[str], list[str]]
 """A drawn task: (user scenario, gold actions, required outputs, tags)."""
+
+Authenticate = Callable[[random.Random, Record], "Identity"]
+"""How the owner of a draft's ``subject`` proves who they are (drawn with the task's rng)."""
+
+Finish = Callable[[random.Random, Any, "Draft", str], Finished]
+"""A :class:`~tool_envs.tau.taskgen.TaskSource`'s ``finish``: (rng, context, draft, category)."""
 
 
 def call(name: str, **arguments: Any) -> Action:
@@ -78,7 +85,7 @@ class TaskWriter:
 
     Attributes:
         writes: Names of the tools that change the database.
-        confirm_rule: Told to a user who will be asked to confirm a write.
+        confirm_rule: Told to a user who will be asked to confirm a write ('' tells nothing).
         join: Joins two values the user knows for one field ('#W1 and #W2').
         join_by_key: Another joiner for some fields.
     """
@@ -128,7 +135,7 @@ class TaskWriter:
             tags.append("outputs")
             if any(a["name"] == "transfer_to_human_agents" for a in actions):
                 raise AssertionError("a task that ends with a transfer cannot require outputs")
-        if draft.confirm and any(a["name"] in self.writes for a in actions):
+        if self.confirm_rule and draft.confirm and any(a["name"] in self.writes for a in actions):
             instructions.append(self.confirm_rule)
         if identity and identity.instruction:
             instructions.append(identity.instruction)
@@ -141,3 +148,20 @@ class TaskWriter:
             "confirm": draft.confirm,
         }
         return scenario, actions, outputs, list(dict.fromkeys(tags))
+
+    def named_finish(self, authenticate: Authenticate, traits: Sequence[str]) -> Finish:
+        """A ``finish`` for domains whose subject has a ``name`` and whose persona is that name
+        and one of ``traits``: authentication is drawn first, the trait last."""
+
+        def finish(rng: random.Random, ctx: Any, draft: Draft, category: str) -> Finished:
+            name = draft.subject["name"]
+            return self.finish(
+                draft,
+                category,
+                authenticate(rng, draft.subject),
+                persona=lambda: (
+                    f"You are {name['first_name']} {name['last_name']}. " + rng.choice(traits)
+                ),
+            )
+
+        return finish

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
@@ -122,12 +122,7 @@ def action_key(name: str, arguments: Mapping[str, Any]) -> str:
 
 
 def parse_reward_spec(reward_spec: Mapping[str, Any]) -> TauRewardSpec:
-    try:
-        return TauRewardSpec.model_validate(dict(reward_spec))
-    except ValidationError as exc:
-        where, message = _first(exc)
-        field = f"reward_spec.{where}" if where else "reward_spec"
-        raise TaskRowError(f"invalid tau task: {message}", field=field) from None
+    return _validate(TauRewardSpec, reward_spec, "reward_spec", "invalid tau task")
 
 
 def parse_scenario(extra_info: Mapping[str, Any]) -> UserScenario:
@@ -138,12 +133,20 @@ def parse_scenario(extra_info: Mapping[str, Any]) -> UserScenario:
             "...)",
             field="extra_info.user_scenario",
         )
+    return _validate(UserScenario, scenario, "extra_info.user_scenario", "invalid user scenario")
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _validate(model: type[M], value: Mapping[str, Any], field: str, what: str) -> M:
+    """``model`` from ``value``, or a TaskRowError naming the first bad field below ``field``."""
     try:
-        return UserScenario.model_validate(dict(scenario))
+        return model.model_validate(dict(value))
     except ValidationError as exc:
         where, message = _first(exc)
-        field = f"extra_info.user_scenario.{where}" if where else "extra_info.user_scenario"
-        raise TaskRowError(f"invalid user scenario: {message}", field=field) from None
+        field = f"{field}.{where}" if where else field
+        raise TaskRowError(f"{what}: {message}", field=field) from None
 
 
 def _first(exc: ValidationError) -> tuple[str, str]:

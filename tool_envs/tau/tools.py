@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import operator
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
@@ -32,6 +33,11 @@ class DatabaseTools:
 
     ensure_ascii: ClassVar[bool] = False
     """JSON escaping of answers; True keeps non-ASCII as escapes (the C encoder's fastest path)."""
+    quote_keys: ClassVar[bool] = False
+    """Not-found errors quote the key ("user 'x' not found"), as airline and healthcare say it."""
+    texts_per_process: ClassVar[bool] = False
+    """Cached answers are shared by every instance over the same base tables (every env of the
+    process), not kept per instance: for domains whose answers many envs read again."""
 
     def __init__(self, db: Database | None = None):
         self._db = db
@@ -55,13 +61,24 @@ class DatabaseTools:
         ``example`` is an id in the right format ('#W1234567'); a key that does not start like
         it gets "(<what> ids look like '<example>')". ``hint`` is said in any case.
         """
-        record = self.db.get(table, key)
+        record = self.db.get(table, key) if isinstance(key, str) else None
         if record is None:
             prefix = example.rstrip("0123456789")
-            if example and not key.startswith(prefix):
+            if example and not str(key).startswith(prefix):
                 hint = f" ({what} ids look like '{example}')"
-            raise ValueError(f"{what} {key} not found{hint}")
+            shown = f"'{key}'" if self.quote_keys else key
+            raise ValueError(f"{what} {shown} not found{hint}")
         return record
+
+    def _find(
+        self, table: str, index: str, key_of: Callable[[Record], Any], key: Any, missing: str
+    ) -> str:
+        """The key of the (first) record whose ``key_of(record)`` is ``key``, found through the
+        index ``index``; a ValueError saying ``missing`` if there is none."""
+        found = self.db.lookup(table, index, key_of, key)
+        if not found:
+            raise ValueError(missing)
+        return found[0]
 
     # -- answers -------------------------------------------------------------------------------
     def _dumps(self, value: Any) -> str:
@@ -85,17 +102,31 @@ class DatabaseTools:
         return text
 
     def _text_store(self) -> dict[TextKey, str]:
-        """Where :meth:`_cached` keeps texts: this instance's, emptied when the base changes.
-
-        Override to share texts between instances (one store per base tables, say)."""
-        if self._texts_base is not self.db.base:
+        """Where :meth:`_cached` keeps texts: this instance's, emptied when the base changes, or
+        with :attr:`texts_per_process` one store per base tables, begun by :meth:`_first_texts`."""
+        base = self.db.base
+        if self.texts_per_process:
+            texts = _PROCESS_TEXTS.get(base)
+            if texts is None:
+                texts = _PROCESS_TEXTS[base] = self._first_texts(base)
+            return texts
+        if self._texts_base is not base:
             self._texts = {}
-            self._texts_base = self.db.base
+            self._texts_base = base
         return self._texts
+
+    def _first_texts(self, base: BaseTables) -> dict[TextKey, str]:
+        """What a per-process text store starts with (override to render hot answers once)."""
+        return {}
 
     def _record_text(self, table: str, key: str, record: Record) -> str:
         """One record as JSON, cached while it is the unchanged base record."""
         return self._cached((table, key), [(table, key, record)], lambda: record)
+
+
+_PROCESS_TEXTS: weakref.WeakKeyDictionary[BaseTables, dict[TextKey, str]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 class DomainTools(DatabaseTools):

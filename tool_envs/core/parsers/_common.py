@@ -242,6 +242,15 @@ def json_candidates(text: str) -> Iterator[JSONCandidate]:
         yield JSONCandidate((fence.start, fence.end), fence.body, decode_whole(fence.body), True)
 
 
+def invalid_json(parser: str, candidate: JSONCandidate, what: str, shape: str) -> ParseError:
+    """The error for a call attempt whose JSON does not decode: where, why, and what to write."""
+    return ParseError(
+        parser,
+        f"Invalid JSON in {what}: {candidate.decoded.message}. Write {shape}.",
+        snippet(candidate.body),
+    )
+
+
 def claimed_candidates(
     text: str, is_attempt: Callable[[JSONCandidate], bool]
 ) -> list[JSONCandidate]:

@@ -20,6 +20,7 @@ from tool_envs.core.parsers._common import (
     claimed_candidates,
     describe,
     finish,
+    invalid_json,
     remove_spans,
     snippet,
 )
@@ -70,14 +71,8 @@ class JSONCallParser(BaseParser):
         candidates = claimed_candidates(text, lambda c: _is_attempt(c, tool_names))
         for candidate in candidates:
             if not candidate.decoded.ok:
-                errors.append(
-                    ParseError(
-                        self.name,
-                        f"Invalid JSON in tool call: {candidate.decoded.message}. "
-                        f"Write {CALL_SHAPE} (or a list of them).",
-                        snippet(candidate.body),
-                    )
-                )
+                shape = f"{CALL_SHAPE} (or a list of them)"
+                errors.append(invalid_json(self.name, candidate, "tool call", shape))
                 continue
             value = candidate.decoded.value
             items = value if isinstance(value, list) else [value]

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from tool_envs.core.json_values import describe
 from tool_envs.core.parsers._common import (
     BaseParser,
     JSONCandidate,
     call_from_object,
     call_id,
     claimed_candidates,
-    describe,
     finish,
+    invalid_json,
     remove_spans,
     snippet,
 )
@@ -48,14 +49,8 @@ class OpenAIJSONParser(BaseParser):
         candidates = claimed_candidates(text, _is_attempt)
         for candidate in candidates:
             if not candidate.decoded.ok:
-                errors.append(
-                    ParseError(
-                        self.name,
-                        f"Invalid JSON in the tool_calls object: {candidate.decoded.message}. "
-                        f"Write {OPENAI_SHAPE}.",
-                        snippet(candidate.body),
-                    )
-                )
+                what = "the tool_calls object"
+                errors.append(invalid_json(self.name, candidate, what, OPENAI_SHAPE))
                 continue
             obj = candidate.decoded.value
             content = obj.get("content")

@@ -6,24 +6,14 @@ Shared by the ``tool-envs`` command and ``python -m tool_envs.mcp.servers``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from tool_envs.cli import json_object
 from tool_envs.mcp.servers import BUILTIN_SERVERS, DEFAULT_PORT, TRANSPORTS
 
 HELP = "serve a built-in MCP server (python sandbox, search) over stdio or streamable HTTP"
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({exc})") from exc
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"must be a JSON object, got {type(value).__name__}")
-    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -37,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     search = parser.add_argument_group("search server (defaults: $TOOL_ENVS_SEARCH_*)")
     search.add_argument("--provider", help="corpus (default), tavily, serper, bing, ddgs, http")
     search.add_argument(
-        "--provider-kwargs", type=_json_object, metavar="JSON", help="provider arguments"
+        "--provider-kwargs", type=json_object, metavar="JSON", help="provider arguments"
     )
     search.add_argument("--cache", help="sqlite file of the search cache")
     search.add_argument("--cache-mode", choices=["read_write", "replay", "off"])

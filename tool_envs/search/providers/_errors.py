@@ -65,3 +65,10 @@ def connection_error(service: str, exc: BaseException) -> SearchError:
 def bad_response_error(service: str, what: str) -> SearchError:
     """A 200 answer that does not have the documented shape (not retryable)."""
     return SearchError(f"search failed: {service} sent a malformed response ({what})")
+
+
+def wants_results(query: str, max_results: int) -> bool:
+    """False when nothing is asked for; a SearchError for an empty query (never sent)."""
+    if not query.strip():
+        raise SearchError("search failed: the query is empty; write what to search for")
+    return max_results >= 1

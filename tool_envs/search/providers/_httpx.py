@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from tool_envs.errors import EnvConfigError
-from tool_envs.search.base import SearchError, SearchProvider
+from tool_envs.search.base import SearchProvider
 from tool_envs.search.providers._errors import (
     bad_response_error,
     connection_error,
@@ -103,10 +103,3 @@ class KeyedHTTPProvider(SearchProvider):
                 key = resolve_api_key(self.api_key, self.api_key_env, self.service)
                 self._client = httpx.Client(headers={self.key_header: key}, timeout=self.timeout)
             return self._client
-
-
-def wants_results(query: str, max_results: int) -> bool:
-    """False when nothing is asked for; a SearchError for an empty query (never sent)."""
-    if not query.strip():
-        raise SearchError("search failed: the query is empty; write what to search for")
-    return max_results >= 1

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from tool_envs.errors import EnvConfigError, MissingDependencyError
 from tool_envs.search.base import SearchError, SearchProvider, SearchResult
+from tool_envs.search.providers._errors import wants_results
 
 SERVICE = "DuckDuckGo (ddgs)"
 NO_RESULTS = "No results found."
@@ -61,9 +62,7 @@ class DDGSProvider(SearchProvider):
         self._lock = threading.Lock()
 
     def search(self, query: str, max_results: int) -> list[SearchResult]:
-        if not query.strip():
-            raise SearchError("search failed: the query is empty; write what to search for")
-        if max_results < 1:
+        if not wants_results(query, max_results):
             return []
         hits = self._call(
             lambda client: client.text(

@@ -44,7 +44,8 @@ from typing import Any
 import httpx
 
 from tool_envs.errors import EnvConfigError
-from tool_envs.search.base import SearchError, SearchProvider, SearchResult
+from tool_envs.search.base import SearchProvider, SearchResult
+from tool_envs.search.providers._errors import wants_results
 from tool_envs.search.providers._httpx import request_json, require
 
 FIELDS = ("title", "url", "snippet", "content", "score")
@@ -107,9 +108,7 @@ class HTTPProvider(SearchProvider):
         self._lock = threading.Lock()
 
     def search(self, query: str, max_results: int) -> list[SearchResult]:
-        if not query.strip():
-            raise SearchError("search failed: the query is empty; write what to search for")
-        if max_results < 1:
+        if not wants_results(query, max_results):
             return []
         payload: dict[str, Any] = {self.query_param: query}
         if self.max_results_param:

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from tool_envs.search.base import SearchResult
+from tool_envs.search.providers._errors import wants_results
 from tool_envs.search.providers._httpx import (
     KeyedHTTPProvider,
     request_json,
     require,
-    wants_results,
 )
 
 SERVICE = "Serper"

@@ -15,12 +15,13 @@ import threading
 from typing import TYPE_CHECKING, Any, Literal
 
 from tool_envs.errors import EnvConfigError, MissingDependencyError
-from tool_envs.search.base import SearchError, SearchProvider, SearchResult
+from tool_envs.search.base import SearchProvider, SearchResult
 from tool_envs.search.providers._errors import (
     bad_response_error,
     connection_error,
     error_for_status,
     timeout_error,
+    wants_results,
 )
 from tool_envs.search.providers._keys import resolve_api_key
 
@@ -87,9 +88,7 @@ class TavilyProvider(SearchProvider):
     # -- SearchProvider ----------------------------------------------------------------------
 
     def search(self, query: str, max_results: int) -> list[SearchResult]:
-        if not query.strip():
-            raise SearchError("search failed: the query is empty; write what to search for")
-        if max_results < 1:
+        if not wants_results(query, max_results):
             return []
         kwargs: dict[str, Any] = {
             "search_depth": self.search_depth,

@@ -25,9 +25,10 @@ Tables (typed in :mod:`.records`; record keys are the record ids):
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import random
 from typing import Any
+
+from tool_envs.tau.datagen import SeedTables
 
 TODAY = "2024-05-15"
 NOW = "2024-05-15T15:00:00"
@@ -201,6 +202,16 @@ def _person(rng: random.Random, last_name: str | None = None) -> dict[str, str]:
     }
 
 
+def _add_card(rng: random.Random, methods: dict[str, dict[str, Any]]) -> None:
+    pid = _payment_id(rng, "credit_card")
+    methods[pid] = {
+        "source": "credit_card",
+        "id": pid,
+        "brand": rng.choice(_CARD_BRANDS),
+        "last_four": f"{rng.randrange(10000):04d}",
+    }
+
+
 def _payment_id(rng: random.Random, source: str) -> str:
     return f"{source}_{rng.randrange(1_000_000, 10_000_000)}"
 
@@ -217,13 +228,7 @@ def _user(rng: random.Random, taken: set[str]) -> dict[str, Any]:
     email = f"{person['first_name']}.{person['last_name']}{rng.randrange(100)}@example.com"
     methods: dict[str, dict[str, Any]] = {}
     for _ in range(rng.choices((0, 1, 2), (1, 14, 5))[0]):
-        pid = _payment_id(rng, "credit_card")
-        methods[pid] = {
-            "source": "credit_card",
-            "id": pid,
-            "brand": rng.choice(_CARD_BRANDS),
-            "last_four": f"{rng.randrange(10000):04d}",
-        }
+        _add_card(rng, methods)
     for _ in range(rng.choices((0, 1, 2), (5, 4, 1))[0]):
         pid = _payment_id(rng, "gift_card")
         methods[pid] = {"source": "gift_card", "id": pid, "amount": rng.randrange(20, 600)}
@@ -235,13 +240,7 @@ def _user(rng: random.Random, taken: set[str]) -> dict[str, Any]:
             "amount": rng.choice((50, 100, 150, 200, 250, 500)),
         }
     if not methods:
-        pid = _payment_id(rng, "credit_card")
-        methods[pid] = {
-            "source": "credit_card",
-            "id": pid,
-            "brand": rng.choice(_CARD_BRANDS),
-            "last_four": f"{rng.randrange(10000):04d}",
-        }
+        _add_card(rng, methods)
     saved = [
         _person(rng, person["last_name"] if rng.random() < 0.4 else None)
         for _ in range(rng.choices((0, 1, 2, 3), (3, 4, 2, 1))[0])
@@ -449,7 +448,5 @@ def generate_tables(seed: int = 0) -> dict[str, dict[str, dict[str, Any]]]:
     return {"flights": flights, "users": users, "reservations": reservations}
 
 
-@functools.cache
-def load_tables() -> dict[str, dict[str, dict[str, Any]]]:
-    """The domain's starting database (seed 0), generated once per process."""
-    return generate_tables(0)
+load_tables = SeedTables(generate_tables)
+"""The database of the shipped env (seed 0), built once per process; read-only."""

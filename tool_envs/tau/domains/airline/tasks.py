@@ -30,8 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +46,7 @@ from tool_envs.tau.domains.airline.data import (
     load_tables,
 )
 from tool_envs.tau.domains.airline.tools import AirlineTools
-from tool_envs.tau.drafts import Finished, call
+from tool_envs.tau.drafts import Action, Draft, Finished, Part, TaskWriter, call
 from tool_envs.tau.taskgen import TaskContext, TaskSource
 from tool_envs.tau.tools import write_tool_names
 
@@ -55,6 +54,8 @@ ENV_ID = "tool_envs/TauAirline-v0"
 DOMAIN_NAME = "airline"
 POLICY = Path(__file__).with_name("policy.md").read_text(encoding="utf-8")
 WRITE_TOOLS = write_tool_names(AirlineTools)
+_WRITER = TaskWriter(writes=WRITE_TOOLS, confirm_rule="")
+"""No confirm rule in airline's instructions: the scenario's ``confirm`` says how users answer."""
 
 CATEGORY_WEIGHTS: dict[str, float] = {
     "book_one_way": 10,
@@ -119,30 +120,29 @@ def _describe(person: dict[str, str]) -> str:
     return f"{person['first_name']} {person['last_name']} (born {person['dob']})"
 
 
-@dataclass
-class _Draft:
-    """A task before it becomes a row."""
-
-    category: str
-    user_id: str
-    reason: str
-    known: dict[str, str]
-    instructions: str
-    actions: list[dict[str, Any]]
-    outputs: list[str] = field(default_factory=list)
-    confirm: bool = True
+def _draft(
+    ctx: _Context,
+    user_id: str,
+    reason: str,
+    known: dict[str, str],
+    instructions: str,
+    actions: list[Action],
+    outputs: Sequence[str] = (),
+    confirm: bool = True,
+) -> Draft:
+    """One request of one user as the kit's draft; ``reason`` is the user's whole opening."""
+    part = Part(actions, info=known, instruction=instructions, ask=reason, outputs=list(outputs))
+    return Draft(ctx.users[user_id], [part], reason_for_call=reason, confirm=confirm)
 
 
 class _Context(TaskContext):
-    """Draws tasks of each category from the database, checking each by replay.
-
-    ``rng`` is the generation's random stream, handed in with every draw."""
+    """What the categories draw from: the database, facts about its records, plans of changes
+    (each drawn with the generation's ``rng``), and a replay that every gold call must pass."""
 
     tools_class = AirlineTools
 
     def __init__(self, tables: Tables):
         super().__init__(tables)
-        self.rng = random.Random()
         self.users = self.tables["users"]
         self.flights = self.tables["flights"]
         self.reservations = self.tables["reservations"]
@@ -171,6 +171,14 @@ class _Context(TaskContext):
 
     def changeable(self, rid: str) -> bool:
         return self.active(rid) and not self.flown(rid)
+
+    def movable(self, rid: str) -> bool:
+        """Its flights may be changed: not flown, all on sale, and not basic economy."""
+        return (
+            self.changeable(rid)
+            and self.on_sale(rid)
+            and self.reservations[rid]["cabin"] != "basic_economy"
+        )
 
     def cancel_grounds(self, rid: str) -> list[str]:
         """Why the policy allows cancelling (the insurance ground needs a covered reason)."""
@@ -205,12 +213,14 @@ class _Context(TaskContext):
     def methods(self, user_id: str, source: str) -> list[dict[str, Any]]:
         return [m for m in self.users[user_id]["payment_methods"].values() if m["source"] == source]
 
-    def pay_difference(self, user_id: str, amount: float) -> dict[str, Any] | None:
+    def pay_difference(
+        self, rng: random.Random, user_id: str, amount: float
+    ) -> dict[str, Any] | None:
         """A credit card, or a gift card that covers ``amount``, to charge or refund."""
         options = self.methods(user_id, "credit_card") + [
             m for m in self.methods(user_id, "gift_card") if m["amount"] >= amount
         ]
-        return self.rng.choice(options) if options else None
+        return rng.choice(options) if options else None
 
     @staticmethod
     def payment_words(method: dict[str, Any]) -> str:
@@ -248,7 +258,12 @@ class _Context(TaskContext):
         return json.loads(self.tools.search_direct_flight(origin, destination, date))
 
     def choose(
-        self, offers: list[Any], cabin: str, seats: int, price: Callable[[Any], int]
+        self,
+        rng: random.Random,
+        offers: list[Any],
+        cabin: str,
+        seats: int,
+        price: Callable[[Any], int],
     ) -> tuple[str, Any] | None:
         """A preference that singles out one offer with enough seats, and that offer."""
         if not offers:
@@ -259,7 +274,7 @@ class _Context(TaskContext):
             "latest": lambda o: _Reverse(_first(o)["scheduled_departure_time_est"]),
         }
         kinds = list(keys)
-        self.rng.shuffle(kinds)
+        rng.shuffle(kinds)
         for kind in kinds:
             key = keys[kind]
             ranked = sorted(offers, key=key)
@@ -271,139 +286,12 @@ class _Context(TaskContext):
                 return kind, best
         return None
 
-    # ----------------------------------------------------------------- categories
+    # ----------------------------------------------------------------- plans of changes
 
-    def book(self, kind: str) -> _Draft | None:
-        rng = self.rng
-        user_id = rng.choice(self.user_ids)
-        user = self.users[user_id]
-        cabin = rng.choices(("basic_economy", "economy", "business"), (3, 5, 2))[0]
-        date = rng.choice(self.future_dates[:-4])
-        if kind == "book_one_stop":
-            origin, destination = rng.sample(sorted(AIRPORTS), 2)
-            if (origin, destination) in self.routes:
-                return None
-            self.tools.db = Database(self.base)
-            offers = json.loads(self.tools.search_onestop_flight(origin, destination, date))
-        else:
-            origin, destination = rng.choice(self.route_keys)
-            offers = self.search(origin, destination, date)
-        count = rng.choices((1, 2, 3), (5, 3, 2))[0]
-        passengers = [_person(user["name"]["first_name"], user["name"]["last_name"], user["dob"])]
-        saved = list(user["saved_passengers"])
-        rng.shuffle(saved)
-        companions_words = []
-        while len(passengers) < count:
-            if saved:
-                person = saved.pop()
-                companions_words.append(f"my saved passenger {_describe(person)}")
-            else:
-                first = rng.choice(("Lena", "Marco", "Ayla", "Tobias", "Noor", "Felix", "Iris"))
-                year = rng.randrange(1950, 2015)
-                person = _person(
-                    first,
-                    user["name"]["last_name"],
-                    f"{year}-0{rng.randrange(1, 10)}-1{rng.randrange(10)}",
-                )
-                companions_words.append(_describe(person))
-            passengers.append(person)
-
-        def total_price(offer: Any) -> int:
-            return sum(
-                leg["prices"][cabin] for leg in (offer if isinstance(offer, list) else [offer])
-            )
-
-        picked = self.choose(offers, cabin, count, total_price)
-        if picked is None:
-            return None
-        preference, outbound = picked
-        chosen = outbound if isinstance(outbound, list) else [outbound]
-        searches = [
-            call(
-                "search_onestop_flight" if kind == "book_one_stop" else "search_direct_flight",
-                origin=origin,
-                destination=destination,
-                date=date,
-            )
-        ]
-        option = "one-stop connection" if kind == "book_one_stop" else "direct flight"
-        flight_words = f"the {preference} {option}"
-        return_date = None
-        if kind == "book_round_trip":
-            day = dt.date.fromisoformat(date) + dt.timedelta(days=rng.randrange(2, 7))
-            return_date = day.isoformat()
-            back = self.choose(
-                self.search(destination, origin, return_date), cabin, count, total_price
-            )
-            if back is None:
-                return None
-            chosen.append(back[1])
-            searches.append(
-                call(
-                    "search_direct_flight", origin=destination, destination=origin, date=return_date
-                )
-            )
-            flight_words += f" going out and the {back[0]} direct flight coming back"
-        bags = rng.choices((0, 1, 2, 3, 4), (3, 4, 3, 2, 1))[0]
-        nonfree = max(0, bags - self.allowance(user_id, cabin, count))
-        insurance = rng.choice(("yes", "no"))
-        total = sum(leg["prices"][cabin] for leg in chosen) * count
-        total += INSURANCE_FEE * count * (insurance == "yes") + BAG_FEE * nonfree
-
-        payments, pay_words = self.booking_payment(user_id, total)
-        if payments is None:
-            return None
-        book = call(
-            "book_reservation",
-            user_id=user_id,
-            origin=origin,
-            destination=destination,
-            flight_type="round_trip" if return_date else "one_way",
-            cabin=cabin,
-            flights=[
-                {"flight_number": leg["flight_number"], "date": leg["date"]} for leg in chosen
-            ],
-            passengers=passengers,
-            payment_methods=payments,
-            total_baggages=bags,
-            nonfree_baggages=nonfree,
-            insurance=insurance,
-        )
-        actions = [call("get_user_details", user_id=user_id), *searches, book]
-        self.run_gold(actions)
-        trip = "round trip" if return_date else "one-way trip"
-        when = f"on {_date_words(date)}"
-        if return_date:
-            when = f"leaving {_date_words(date)} and coming back {_date_words(return_date)}"
-        reason = rng.choice(
-            (
-                f"Hi, I want to book a {trip} from {_city(origin)} to {_city(destination)} {when}.",
-                f"I need a {trip} from {AIRPORTS[origin]} to {AIRPORTS[destination]}, {when}. "
-                "Can you book it?",
-                f"Hello! Please help me book flights {origin} to {destination} ({trip}), {when}.",
-            )
-        )
-        who = "Just me." if count == 1 else "Me and " + " and ".join(companions_words) + "."
-        known = {
-            "user_id": user_id,
-            "preferred_cabin": _CABIN_WORDS[cabin],
-            "flight_choice": flight_words,
-            "who_is_flying": who,
-            "bags_to_check": str(bags),
-            "wants_insurance": insurance,
-            "payment_choice": pay_words,
-        }
-        instructions = (
-            f"You want {flight_words} in {_CABIN_WORDS[cabin]}. Travellers: {who} "
-            f"You will check {bags} bag(s) in total and you "
-            f"{'want' if insurance == 'yes' else 'do not want'} travel insurance. "
-            f"Pay with {pay_words}. Ask for the total price before agreeing."
-        )
-        return _Draft(kind, user_id, reason, known, instructions, actions, [_amount(total)])
-
-    def booking_payment(self, user_id: str, total: int) -> tuple[list | None, str]:
+    def booking_payment(
+        self, rng: random.Random, user_id: str, total: int
+    ) -> tuple[list | None, str]:
         """How the user pays a booking: one card, a gift card, or a certificate plus a card."""
-        rng = self.rng
         cards = self.methods(user_id, "credit_card")
         gifts = [m for m in self.methods(user_id, "gift_card") if m["amount"] >= total]
         certificates = [m for m in self.methods(user_id, "certificate") if m["amount"] < total]
@@ -433,9 +321,11 @@ class _Context(TaskContext):
             {"payment_id": card["id"], "amount": total - certificate["amount"]},
         ], words
 
-    def pick_reservation(self, test: Callable[[str], bool], tries: int = 400) -> str | None:
+    def pick_reservation(
+        self, rng: random.Random, test: Callable[[str], bool], tries: int = 400
+    ) -> str | None:
         for _ in range(tries):
-            rid = self.rng.choice(self.reservation_ids)
+            rid = rng.choice(self.reservation_ids)
             if test(rid):
                 return rid
         return None
@@ -446,99 +336,15 @@ class _Context(TaskContext):
             *[call("get_reservation_details", reservation_id=rid) for rid in rids],
         ]
 
-    def cancel(self) -> _Draft | None:
-        rid = self.pick_reservation(lambda r: self.changeable(r) and bool(self.cancel_grounds(r)))
-        if rid is None:
-            return None
-        res = self.reservations[rid]
-        grounds = self.cancel_grounds(rid)
-        ground = self.rng.choice(grounds)
-        if ground == "insurance":
-            why = self.rng.choice(_COVERED_REASONS)
-        elif ground == "airline_cancelled":
-            why = "the airline cancelled one of my flights"
-        else:
-            why = self.rng.choice(("my plans changed", "I no longer need the trip"))
-        user_id = res["user_id"]
-        actions = [*self.reads(user_id, rid), call("cancel_reservation", reservation_id=rid)]
-        self.run_gold(actions)
-        trip = f"{AIRPORTS[res['origin']]} to {AIRPORTS[res['destination']]}"
-        reason = self.rng.choice(
-            (
-                f"I need to cancel my reservation for the trip from {trip}.",
-                f"Hi, please cancel my {trip} booking; {why}.",
-                "I'd like to cancel one of my flight reservations and get my money back.",
-            )
-        )
-        known = {"user_id": user_id, "reservation_id": rid, "cancel_reason": why}
-        instructions = (
-            f"You want to cancel reservation {rid} (your reason: {why}). You want the full "
-            "refund to the original payment method, and to know how much will be refunded."
-        )
-        return _Draft(
-            "cancel", user_id, reason, known, instructions, actions, [_amount(self.paid(rid))]
-        )
-
     def refusable(self, rid: str) -> bool:
         grounds = self.cancel_grounds(rid)
         return self.changeable(rid) and not (set(grounds) - {"insurance"})
 
-    def cancel_refused(self, then_change: bool) -> _Draft | None:
-        if then_change:
-            rid = self.pick_reservation(
-                lambda r: (
-                    self.refusable(r)
-                    and self.reservations[r]["cabin"] != "basic_economy"
-                    and self.on_sale(r)
-                )
-            )
-        else:
-            rid = self.pick_reservation(self.refusable)
-        if rid is None:
-            return None
-        res = self.reservations[rid]
-        user_id = res["user_id"]
-        why = self.rng.choice(("my plans changed", "I found a cheaper trip elsewhere"))
-        known = {"user_id": user_id, "reservation_id": rid, "cancel_reason": why}
-        reason = self.rng.choice(
-            (
-                f"Hi, I want to cancel my trip to {AIRPORTS[res['destination']]} and get a refund.",
-                "I'd like to cancel a reservation, please.",
-            )
-        )
-        if not then_change:
-            actions = self.reads(user_id, rid)
-            self.run_gold(actions)
-            instructions = (
-                f"You want to cancel reservation {rid} (your reason: {why}). If the agent says "
-                "it cannot be cancelled, ask how much you paid for it in total, then end the "
-                "conversation."
-            )
-            known["follow_up_question"] = "How much did I pay for this reservation in total?"
-            return _Draft(
-                "cancel_refused", user_id, reason, known, instructions, actions,
-                [_amount(self.paid(rid))], confirm=False,
-            )  # fmt: skip
-        change = self.change_flight_plan(rid)
-        if change is None:
-            return None
-        actions = [*self.reads(user_id, rid), *change["actions"]]
-        self.run_gold(actions)
-        known.update(change["known"])
-        instructions = (
-            f"You want to cancel reservation {rid} (your reason: {why}). If that is not "
-            f"possible, move it instead: {change['words']}."
-        )
-        return _Draft(
-            "cancel_refused_then_change", user_id, reason, known, instructions, actions,
-            change["outputs"],
-        )  # fmt: skip
-
-    def change_flight_plan(self, rid: str) -> dict[str, Any] | None:
+    def change_flight_plan(self, rng: random.Random, rid: str) -> dict[str, Any] | None:
         """Move one direction of the reservation to a direct flight on another date."""
         res = self.reservations[rid]
         legs = self.legs(rid)
-        which = self.rng.randrange(len(legs))
+        which = rng.randrange(len(legs))
         leg = legs[which]
         first, last = res["flights"][leg[0]], res["flights"][leg[-1]]
         origin, destination = first["origin"], last["destination"]
@@ -552,11 +358,11 @@ class _Context(TaskContext):
         dates = [d for d in self.future_dates if low < d < high and d != first["date"]]
         if not dates:
             return None
-        date = self.rng.choice(dates)
+        date = rng.choice(dates)
         count = len(res["passengers"])
         cabin = res["cabin"]
         picked = self.choose(
-            self.search(origin, destination, date), cabin, count, lambda o: o["prices"][cabin]
+            rng, self.search(origin, destination, date), cabin, count, lambda o: o["prices"][cabin]
         )
         if picked is None:
             return None
@@ -573,7 +379,7 @@ class _Context(TaskContext):
         difference = (offer["prices"][cabin] - old_price) * count
         if difference == 0:
             return None
-        method = self.pay_difference(res["user_id"], difference)
+        method = self.pay_difference(rng, res["user_id"], difference)
         if method is None:
             return None
         direction = "outbound" if which == 0 else "return"
@@ -602,44 +408,14 @@ class _Context(TaskContext):
             "direction": direction,
         }
 
-    def change_flight(self) -> _Draft | None:
-        rid = self.pick_reservation(
-            lambda r: (
-                self.changeable(r)
-                and self.on_sale(r)
-                and self.reservations[r]["cabin"] != "basic_economy"
-            )
-        )
-        if rid is None:
-            return None
-        plan = self.change_flight_plan(rid)
-        if plan is None:
-            return None
-        res = self.reservations[rid]
-        user_id = res["user_id"]
-        actions = [*self.reads(user_id, rid), *plan["actions"]]
-        self.run_gold(actions)
-        moved_from = res["origin"] if plan["direction"] == "outbound" else res["destination"]
-        reason = self.rng.choice(
-            (
-                f"Hi, I need to change the date of my {plan['direction']} flight.",
-                f"I want to move my {plan['direction']} flight from {AIRPORTS[moved_from]} "
-                "to another day.",
-                "Can you help me change a flight on one of my reservations?",
-            )
-        )
-        known = {"user_id": user_id, "reservation_id": rid, **plan["known"]}
-        instructions = f"For reservation {rid}, you want to {plan['words']}. Ask what it costs."
-        return _Draft(
-            "change_flight", user_id, reason, known, instructions, actions, plan["outputs"]
-        )
-
-    def cabin_plan(self, rid: str, new_cabin: str | None = None) -> dict[str, Any] | None:
+    def cabin_plan(
+        self, rng: random.Random, rid: str, new_cabin: str | None = None
+    ) -> dict[str, Any] | None:
         res = self.reservations[rid]
         count = len(res["passengers"])
         if new_cabin is None:
             choices = [c for c in ("basic_economy", "economy", "business") if c != res["cabin"]]
-            new_cabin = self.rng.choice(choices)
+            new_cabin = rng.choice(choices)
         searches, difference = [], 0
         for segment in res["flights"]:
             day = self.flights[segment["flight_number"]]["dates"][segment["date"]]
@@ -658,76 +434,19 @@ class _Context(TaskContext):
             return None
         return {"cabin": new_cabin, "searches": searches, "difference": difference}
 
-    def change_cabin(self, with_passengers: bool = False) -> _Draft | None:
-        rid = self.pick_reservation(lambda r: self.changeable(r) and self.on_sale(r))
-        if rid is None:
-            return None
+    def bags_plan(
+        self, rng: random.Random, rid: str, extra: int | None = None
+    ) -> dict[str, Any] | None:
         res = self.reservations[rid]
         user_id = res["user_id"]
-        plan = self.cabin_plan(rid)
-        if plan is None:
-            return None
-        method = self.pay_difference(user_id, plan["difference"])
-        if method is None:
-            return None
-        flights = [{"flight_number": s["flight_number"], "date": s["date"]} for s in res["flights"]]
-        update = call(
-            "update_reservation_flights",
-            reservation_id=rid,
-            cabin=plan["cabin"],
-            flights=flights,
-            payment_id=method["id"],
-        )
-        actions = [*self.reads(user_id, rid), *plan["searches"], update]
-        known = {
-            "user_id": user_id,
-            "reservation_id": rid,
-            "target_cabin": _CABIN_WORDS[plan["cabin"]],
-            "payment_choice": self.payment_words(method),
-        }
-        up = "upgrade" if plan["difference"] > 0 else "downgrade"
-        instructions = (
-            f"You want to {up} every flight of reservation {rid} to {_CABIN_WORDS[plan['cabin']]} "
-            f"and settle the difference with {self.payment_words(method)}. Ask what it costs."
-        )
-        reason = self.rng.choice(
-            (
-                f"I'd like to {up} the cabin on one of my reservations.",
-                f"Hi! Can I switch my trip to {_CABIN_WORDS[plan['cabin']]}?",
-            )
-        )
-        category = "change_cabin"
-        if with_passengers:
-            change = self.passenger_plan(rid)
-            if change is None:
-                return None
-            actions.append(change["action"])
-            known["passenger_change"] = change["words"]
-            instructions += f" Also: {change['words']}."
-            reason = reason.rstrip("?.!") + ", and fix a passenger's details."
-            category = "change_cabin_and_passengers"
-        self.run_gold(actions)
-        return _Draft(
-            category,
-            user_id,
-            reason,
-            known,
-            instructions,
-            actions,
-            [_amount(abs(plan["difference"]))],
-        )
-
-    def bags_plan(self, rid: str, extra: int | None = None) -> dict[str, Any] | None:
-        res = self.reservations[rid]
-        user_id = res["user_id"]
-        extra = extra or self.rng.choices((1, 2, 3), (5, 3, 1))[0]
+        extra = extra or rng.choices((1, 2, 3), (5, 3, 1))[0]
         total = res["total_baggages"] + extra
         allowance = self.allowance(user_id, res["cabin"], len(res["passengers"]))
         nonfree = max(0, total - allowance)
         if nonfree < res["nonfree_baggages"]:
             return None
         fee = BAG_FEE * (nonfree - res["nonfree_baggages"])
-        method = self.pay_difference(user_id, fee)
+        method = self.pay_difference(rng, user_id, fee)
         if method is None:
             return None
         return {
@@ -743,52 +462,22 @@ class _Context(TaskContext):
             "method": method,
         }
 
-    def add_bags(self) -> _Draft | None:
-        rid = self.pick_reservation(self.changeable)
-        if rid is None:
-            return None
-        plan = self.bags_plan(rid)
-        if plan is None:
-            return None
-        user_id = self.reservations[rid]["user_id"]
-        actions = [*self.reads(user_id, rid), plan["action"]]
-        self.run_gold(actions)
-        extra = plan["extra"]
-        reason = self.rng.choice(
-            (
-                f"Hi, I need to add {extra} checked bag{'s' * (extra > 1)} to my reservation.",
-                "I'd like to bring more luggage on my upcoming trip.",
-            )
-        )
-        known = {
-            "user_id": user_id,
-            "reservation_id": rid,
-            "bags_to_add": str(extra),
-            "payment_choice": self.payment_words(plan["method"]),
-        }
-        instructions = (
-            f"Add {extra} checked bag(s) to reservation {rid}; pay any fee with "
-            f"{self.payment_words(plan['method'])}. Ask what it costs."
-        )
-        outputs = [_amount(plan["fee"])] if plan["fee"] else []
-        return _Draft("add_bags", user_id, reason, known, instructions, actions, outputs)
-
-    def passenger_plan(self, rid: str) -> dict[str, Any] | None:
+    def passenger_plan(self, rng: random.Random, rid: str) -> dict[str, Any] | None:
         res = self.reservations[rid]
         user = self.users[res["user_id"]]
         passengers = [dict(p) for p in res["passengers"]]
-        index = self.rng.randrange(len(passengers))
+        index = rng.randrange(len(passengers))
         old = passengers[index]
-        kind = self.rng.choice(("dob", "last_name", "replace"))
+        kind = rng.choice(("dob", "last_name", "replace"))
         if kind == "dob":
             day = dt.date.fromisoformat(old["dob"])
-            new_dob = (day + dt.timedelta(days=self.rng.choice((-3, -1, 1, 2, 10)))).isoformat()
+            new_dob = (day + dt.timedelta(days=rng.choice((-3, -1, 1, 2, 10)))).isoformat()
             passengers[index] = {**old, "dob": new_dob}
             words = (
                 f"the date of birth of {old['first_name']} {old['last_name']} should be {new_dob}"
             )
         elif kind == "last_name":
-            new_last = old["last_name"] + self.rng.choice(("-Smith", "e", "s"))
+            new_last = old["last_name"] + rng.choice(("-Smith", "e", "s"))
             passengers[index] = {**old, "last_name": new_last}
             words = (
                 f"{old['first_name']} {old['last_name']}'s last name should be spelled {new_last}"
@@ -802,7 +491,7 @@ class _Context(TaskContext):
             ]
             if not candidates:
                 return None
-            person = self.rng.choice(candidates)
+            person = rng.choice(candidates)
             passengers[index] = dict(person)
             words = (
                 f"{old['first_name']} {old['last_name']} can no longer travel; replace them with "
@@ -815,27 +504,6 @@ class _Context(TaskContext):
             "words": words,
         }
 
-    def update_passengers(self) -> _Draft | None:
-        rid = self.pick_reservation(self.changeable)
-        if rid is None:
-            return None
-        plan = self.passenger_plan(rid)
-        if plan is None:
-            return None
-        user_id = self.reservations[rid]["user_id"]
-        actions = [*self.reads(user_id, rid), plan["action"]]
-        self.run_gold(actions)
-        reason = self.rng.choice(
-            (
-                "Hi, I need to fix a passenger's details on my booking.",
-                "There's a mistake with one of the travellers on my reservation.",
-                "I need to change who is flying on one of my reservations.",
-            )
-        )
-        known = {"user_id": user_id, "reservation_id": rid, "passenger_change": plan["words"]}
-        instructions = f"On reservation {rid}: {plan['words']}."
-        return _Draft("update_passengers", user_id, reason, known, instructions, actions)
-
     def eligible(self, rid: str) -> bool:
         res = self.reservations[rid]
         membership = self.users[res["user_id"]]["membership"]
@@ -846,296 +514,6 @@ class _Context(TaskContext):
             if self.status(segment) in ("cancelled", "delayed") and segment["date"] >= TODAY:
                 return segment, self.status(segment)
         return None
-
-    def certificate(self, with_cancel: bool) -> _Draft | None:
-        def fits(r: str) -> bool:
-            found = self.disrupted(r) if self.active(r) and self.eligible(r) else None
-            if found is None:
-                return False
-            return not with_cancel or (found[1] == "cancelled" and not self.flown(r))
-
-        rid = self.pick_reservation(fits, tries=3000)
-        if rid is None:
-            return None
-        res = self.reservations[rid]
-        user_id = res["user_id"]
-        segment, status = self.disrupted(rid)  # type: ignore[misc]
-        amount = (100 if status == "cancelled" else 50) * len(res["passengers"])
-        actions = self.reads(user_id, rid)
-        outputs = []
-        if with_cancel:
-            actions.append(call("cancel_reservation", reservation_id=rid))
-            outputs.append(_amount(self.paid(rid)))
-        actions.append(call("send_certificate", user_id=user_id, amount=amount))
-        outputs.append(_amount(amount))
-        self.run_gold(actions)
-        flight_words = f"flight {segment['flight_number']} on {_date_words(segment['date'])}"
-        reason = self.rng.choice(
-            (
-                f"My {flight_words} was {status}. I think I deserve some compensation.",
-                f"Hello, the airline {status} my flight and I'd like some compensation.",
-            )
-        )
-        known = {
-            "user_id": user_id,
-            "reservation_id": rid,
-            "flight_issue": f"{flight_words} was {status}",
-        }
-        instructions = (
-            f"Your {flight_words} (reservation {rid}) was {status}. Ask for compensation."
-        )
-        category = "certificate"
-        if with_cancel:
-            known["cancel_reason"] = "the airline cancelled my flight"
-            instructions += " Also cancel the whole reservation and ask for the refund amount."
-            category = "cancel_with_certificate"
-        return _Draft(category, user_id, reason, known, instructions, actions, outputs)
-
-    def compensation_refused_cancel(self) -> _Draft | None:
-        def fits(r: str) -> bool:
-            found = self.disrupted(r) if self.changeable(r) and not self.eligible(r) else None
-            return found is not None and found[1] == "cancelled"
-
-        rid = self.pick_reservation(fits, tries=3000)
-        if rid is None:
-            return None
-        res = self.reservations[rid]
-        user_id = res["user_id"]
-        segment, _ = self.disrupted(rid)  # type: ignore[misc]
-        actions = [*self.reads(user_id, rid), call("cancel_reservation", reservation_id=rid)]
-        self.run_gold(actions)
-        flight_words = f"flight {segment['flight_number']} on {_date_words(segment['date'])}"
-        reason = f"The airline cancelled my {flight_words}. I want compensation for this mess."
-        known = {
-            "user_id": user_id,
-            "reservation_id": rid,
-            "flight_issue": f"{flight_words} was cancelled",
-            "cancel_reason": "the airline cancelled my flight",
-        }
-        instructions = (
-            f"Your {flight_words} (reservation {rid}) was cancelled by the airline. Ask for "
-            "compensation; if you get none, cancel the whole reservation and ask for the refund."
-        )
-        return _Draft(
-            "compensation_refused_cancel", user_id, reason, known, instructions, actions,
-            [_amount(self.paid(rid))],
-        )  # fmt: skip
-
-    def basic_economy_change_refused(self) -> _Draft | None:
-        rid = self.pick_reservation(
-            lambda r: (
-                self.changeable(r)
-                and self.on_sale(r)
-                and self.reservations[r]["cabin"] == "basic_economy"
-            )
-        )
-        if rid is None:
-            return None
-        res = self.reservations[rid]
-        user_id = res["user_id"]
-        plan = self.cabin_plan(rid, "economy")
-        if plan is None or plan["difference"] <= 0:
-            return None
-        actions = [*self.reads(user_id, rid), *plan["searches"]]
-        self.run_gold(actions)
-        later = (
-            dt.date.fromisoformat(res["flights"][0]["date"]) + dt.timedelta(days=1)
-        ).isoformat()
-        reason = self.rng.choice(
-            (
-                "I need to move my flight to the next day.",
-                "Hi, can you change my flight to a later date?",
-            )
-        )
-        known = {
-            "user_id": user_id,
-            "reservation_id": rid,
-            "target_date": later,
-            "follow_up_question": (
-                "How much would it cost to upgrade the whole reservation to economy?"
-            ),
-        }
-        instructions = (
-            f"You want to move reservation {rid} to {_date_words(later)}. If the agent refuses, "
-            "ask what upgrading the whole reservation to economy would cost, but do not buy it."
-        )
-        return _Draft(
-            "basic_economy_change_refused", user_id, reason, known, instructions, actions,
-            [_amount(plan["difference"])], confirm=False,
-        )  # fmt: skip
-
-    def change_flight_and_bags(self) -> _Draft | None:
-        rid = self.pick_reservation(
-            lambda r: (
-                self.changeable(r)
-                and self.on_sale(r)
-                and self.reservations[r]["cabin"] != "basic_economy"
-            )
-        )
-        if rid is None:
-            return None
-        plan = self.change_flight_plan(rid)
-        bags = self.bags_plan(rid)
-        if plan is None or bags is None or not bags["fee"]:
-            return None
-        user_id = self.reservations[rid]["user_id"]
-        actions = [*self.reads(user_id, rid), *plan["actions"], bags["action"]]
-        self.run_gold(actions)
-        reason = "I need to change a flight on my reservation and add some luggage."
-        known = {
-            "user_id": user_id,
-            "reservation_id": rid,
-            **plan["known"],
-            "bags_to_add": str(bags["extra"]),
-            "bag_payment": self.payment_words(bags["method"]),
-        }
-        instructions = (
-            f"For reservation {rid}: {plan['words']}. Then add {bags['extra']} checked bag(s), "
-            f"paid with {self.payment_words(bags['method'])}. Ask what each change costs."
-        )
-        outputs = plan["outputs"] + [_amount(bags["fee"])]
-        return _Draft(
-            "change_flight_and_bags", user_id, reason, known, instructions, actions, outputs
-        )
-
-    def cancel_two(self) -> _Draft | None:
-        user_id = self.rng.choice(self.user_ids)
-        mine = [r for r in self.users[user_id]["reservations"] if self.changeable(r)]
-        allowed = [r for r in mine if set(self.cancel_grounds(r)) - {"insurance"}]
-        refused = [r for r in mine if self.refusable(r)]
-        if not allowed or len(allowed) + len(refused) < 2:
-            return None
-        first = self.rng.choice(allowed)
-        rest = [r for r in allowed + refused if r != first]
-        second = self.rng.choice(rest)
-        pair = sorted((first, second))
-        actions = self.reads(user_id, *pair)
-        to_cancel = [r for r in pair if r in allowed]
-        actions += [call("cancel_reservation", reservation_id=r) for r in to_cancel]
-        self.run_gold(actions)
-        refund = sum(self.paid(r) for r in to_cancel)
-        reason = "Hi, I want to cancel two of my reservations and get refunds."
-        known = {
-            "user_id": user_id,
-            "reservation_ids": f"{pair[0]} and {pair[1]}",
-            "cancel_reason": "my plans changed",
-        }
-        instructions = (
-            f"Cancel reservations {pair[0]} and {pair[1]} because your plans changed. Accept "
-            "that one may not be cancellable. Ask for the total refund."
-        )
-        return _Draft(
-            "cancel_two", user_id, reason, known, instructions, actions, [_amount(refund)]
-        )
-
-    def transfer_after_write(self) -> _Draft | None:
-        user_id = self.rng.choice(self.user_ids)
-        mine = self.users[user_id]["reservations"]
-        flown = [
-            r for r in mine if self.active(r) and self.flown(r)
-            and any(self.status(s) == "available" for s in self.reservations[r]["flights"])
-        ]  # fmt: skip
-        open_ = [r for r in mine if self.changeable(r)]
-        if not flown or not open_:
-            return None
-        target, other = self.rng.choice(open_), self.rng.choice(flown)
-        bags = self.bags_plan(target)
-        if bags is None:
-            return None
-        actions = [
-            *self.reads(user_id, target),
-            bags["action"],
-            call("get_reservation_details", reservation_id=other),
-            call(
-                "transfer_to_human_agents",
-                summary=(
-                    f"User {user_id} added bags to {target} and wants to cancel {other}, whose "
-                    "outbound flight has already departed."
-                ),
-            ),
-        ]
-        self.run_gold(actions)
-        reason = "Hi, I have two things: some extra bags for one trip, and a cancellation."
-        known = {
-            "user_id": user_id,
-            "reservation_id": target,
-            "bags_to_add": str(bags["extra"]),
-            "payment_choice": self.payment_words(bags["method"]),
-            "other_reservation_id": other,
-            "cancel_reason": "my plans changed",
-        }
-        instructions = (
-            f"First add {bags['extra']} bag(s) to reservation {target} (pay with "
-            f"{self.payment_words(bags['method'])}); then ask to cancel the rest of reservation "
-            f"{other}. Accept a transfer to a human agent."
-        )
-        return _Draft("transfer_after_write", user_id, reason, known, instructions, actions)
-
-    def transfer(self) -> _Draft | None:
-        rid = self.pick_reservation(lambda r: self.active(r) and self.flown(r))
-        if rid is None:
-            return None
-        res = self.reservations[rid]
-        user_id = res["user_id"]
-        flown = next(s for s in res["flights"] if self.status(s) in _FLOWN)
-        issue = self.rng.choice(("my checked bag never arrived", "my suitcase was damaged"))
-        actions = [
-            *self.reads(user_id, rid),
-            call(
-                "transfer_to_human_agents",
-                summary=f"User {user_id}: on flight {flown['flight_number']}, {issue}.",
-            ),
-        ]
-        self.run_gold(actions)
-        reason = f"After my flight {flown['flight_number']}, {issue}. What can you do?"
-        known = {"user_id": user_id, "reservation_id": rid, "flight_issue": issue}
-        instructions = "Explain the baggage problem; accept a transfer to a human agent."
-        return _Draft("transfer", user_id, reason, known, instructions, actions)
-
-    def refusal(self) -> _Draft | None:
-        rid = self.pick_reservation(self.changeable)
-        if rid is None:
-            return None
-        user_id = self.reservations[rid]["user_id"]
-        actions = self.reads(user_id, rid)
-        self.run_gold(actions)
-        request = self.rng.choice(
-            (
-                "add one more passenger, my colleague, to this reservation",
-                "add travel insurance to this reservation",
-                "remove one passenger from this reservation and get their share refunded",
-            )
-        )
-        reason = f"Hi, I'd like to {request}."
-        known = {"user_id": user_id, "reservation_id": rid}
-        instructions = f"You want to {request} (reservation {rid}). Accept a refusal."
-        return _Draft("refusal", user_id, reason, known, instructions, actions, confirm=False)
-
-    def draft(self, rng: random.Random, category: str) -> _Draft | None:
-        self.rng = rng
-        builders: dict[str, Callable[[], _Draft | None]] = {
-            "book_one_way": lambda: self.book("book_one_way"),
-            "book_round_trip": lambda: self.book("book_round_trip"),
-            "book_one_stop": lambda: self.book("book_one_stop"),
-            "cancel": self.cancel,
-            "cancel_two": self.cancel_two,
-            "cancel_refused": lambda: self.cancel_refused(False),
-            "cancel_refused_then_change": lambda: self.cancel_refused(True),
-            "change_flight": self.change_flight,
-            "change_cabin": self.change_cabin,
-            "add_bags": self.add_bags,
-            "update_passengers": self.update_passengers,
-            "certificate": lambda: self.certificate(False),
-            "cancel_with_certificate": lambda: self.certificate(True),
-            "compensation_refused_cancel": self.compensation_refused_cancel,
-            "basic_economy_change_refused": self.basic_economy_change_refused,
-            "change_flight_and_bags": self.change_flight_and_bags,
-            "change_cabin_and_passengers": lambda: self.change_cabin(with_passengers=True),
-            "transfer_after_write": self.transfer_after_write,
-            "transfer": self.transfer,
-            "refusal": self.refusal,
-        }
-        return builders[category]()
 
 
 class _Reverse:
@@ -1157,17 +535,609 @@ def _first(offer: Any) -> dict[str, Any]:
     return offer[0] if isinstance(offer, list) else offer
 
 
-def _finish(rng: random.Random, ctx: _Context, draft: _Draft, category: str) -> Finished:
-    """The scenario (its persona is drawn once the task is kept), gold, outputs and writes."""
-    scenario = {
-        "persona": "",
-        "reason_for_call": draft.reason,
-        "known_info": draft.known,
-        "task_instructions": draft.instructions,
-        "confirm": draft.confirm,
+# --------------------------------------------------------------------------- categories
+# Each draws one task with the generation's rng: a draft, or None to draw again.
+
+
+def _book(rng: random.Random, ctx: _Context, kind: str) -> Draft | None:
+    user_id = rng.choice(ctx.user_ids)
+    user = ctx.users[user_id]
+    cabin = rng.choices(("basic_economy", "economy", "business"), (3, 5, 2))[0]
+    date = rng.choice(ctx.future_dates[:-4])
+    if kind == "book_one_stop":
+        origin, destination = rng.sample(sorted(AIRPORTS), 2)
+        if (origin, destination) in ctx.routes:
+            return None
+        ctx.tools.db = Database(ctx.base)
+        offers = json.loads(ctx.tools.search_onestop_flight(origin, destination, date))
+    else:
+        origin, destination = rng.choice(ctx.route_keys)
+        offers = ctx.search(origin, destination, date)
+    count = rng.choices((1, 2, 3), (5, 3, 2))[0]
+    passengers = [_person(user["name"]["first_name"], user["name"]["last_name"], user["dob"])]
+    saved = list(user["saved_passengers"])
+    rng.shuffle(saved)
+    companions_words = []
+    while len(passengers) < count:
+        if saved:
+            person = saved.pop()
+            companions_words.append(f"my saved passenger {_describe(person)}")
+        else:
+            first = rng.choice(("Lena", "Marco", "Ayla", "Tobias", "Noor", "Felix", "Iris"))
+            year = rng.randrange(1950, 2015)
+            person = _person(
+                first,
+                user["name"]["last_name"],
+                f"{year}-0{rng.randrange(1, 10)}-1{rng.randrange(10)}",
+            )
+            companions_words.append(_describe(person))
+        passengers.append(person)
+
+    def total_price(offer: Any) -> int:
+        return sum(leg["prices"][cabin] for leg in (offer if isinstance(offer, list) else [offer]))
+
+    picked = ctx.choose(rng, offers, cabin, count, total_price)
+    if picked is None:
+        return None
+    preference, outbound = picked
+    chosen = outbound if isinstance(outbound, list) else [outbound]
+    searches = [
+        call(
+            "search_onestop_flight" if kind == "book_one_stop" else "search_direct_flight",
+            origin=origin,
+            destination=destination,
+            date=date,
+        )
+    ]
+    option = "one-stop connection" if kind == "book_one_stop" else "direct flight"
+    flight_words = f"the {preference} {option}"
+    return_date = None
+    if kind == "book_round_trip":
+        day = dt.date.fromisoformat(date) + dt.timedelta(days=rng.randrange(2, 7))
+        return_date = day.isoformat()
+        back = ctx.choose(
+            rng, ctx.search(destination, origin, return_date), cabin, count, total_price
+        )
+        if back is None:
+            return None
+        chosen.append(back[1])
+        searches.append(
+            call("search_direct_flight", origin=destination, destination=origin, date=return_date)
+        )
+        flight_words += f" going out and the {back[0]} direct flight coming back"
+    bags = rng.choices((0, 1, 2, 3, 4), (3, 4, 3, 2, 1))[0]
+    nonfree = max(0, bags - ctx.allowance(user_id, cabin, count))
+    insurance = rng.choice(("yes", "no"))
+    total = sum(leg["prices"][cabin] for leg in chosen) * count
+    total += INSURANCE_FEE * count * (insurance == "yes") + BAG_FEE * nonfree
+
+    payments, pay_words = ctx.booking_payment(rng, user_id, total)
+    if payments is None:
+        return None
+    book = call(
+        "book_reservation",
+        user_id=user_id,
+        origin=origin,
+        destination=destination,
+        flight_type="round_trip" if return_date else "one_way",
+        cabin=cabin,
+        flights=[{"flight_number": leg["flight_number"], "date": leg["date"]} for leg in chosen],
+        passengers=passengers,
+        payment_methods=payments,
+        total_baggages=bags,
+        nonfree_baggages=nonfree,
+        insurance=insurance,
+    )
+    actions = [call("get_user_details", user_id=user_id), *searches, book]
+    ctx.run_gold(actions)
+    trip = "round trip" if return_date else "one-way trip"
+    when = f"on {_date_words(date)}"
+    if return_date:
+        when = f"leaving {_date_words(date)} and coming back {_date_words(return_date)}"
+    reason = rng.choice(
+        (
+            f"Hi, I want to book a {trip} from {_city(origin)} to {_city(destination)} {when}.",
+            f"I need a {trip} from {AIRPORTS[origin]} to {AIRPORTS[destination]}, {when}. "
+            "Can you book it?",
+            f"Hello! Please help me book flights {origin} to {destination} ({trip}), {when}.",
+        )
+    )
+    who = "Just me." if count == 1 else "Me and " + " and ".join(companions_words) + "."
+    known = {
+        "user_id": user_id,
+        "preferred_cabin": _CABIN_WORDS[cabin],
+        "flight_choice": flight_words,
+        "who_is_flying": who,
+        "bags_to_check": str(bags),
+        "wants_insurance": insurance,
+        "payment_choice": pay_words,
     }
-    writes = [a["name"] for a in draft.actions if a["name"] in WRITE_TOOLS]
-    return scenario, draft.actions, draft.outputs, writes
+    instructions = (
+        f"You want {flight_words} in {_CABIN_WORDS[cabin]}. Travellers: {who} "
+        f"You will check {bags} bag(s) in total and you "
+        f"{'want' if insurance == 'yes' else 'do not want'} travel insurance. "
+        f"Pay with {pay_words}. Ask for the total price before agreeing."
+    )
+    return _draft(ctx, user_id, reason, known, instructions, actions, [_amount(total)])
+
+
+def _cancel(rng: random.Random, ctx: _Context) -> Draft | None:
+    rid = ctx.pick_reservation(rng, lambda r: ctx.changeable(r) and bool(ctx.cancel_grounds(r)))
+    if rid is None:
+        return None
+    res = ctx.reservations[rid]
+    grounds = ctx.cancel_grounds(rid)
+    ground = rng.choice(grounds)
+    if ground == "insurance":
+        why = rng.choice(_COVERED_REASONS)
+    elif ground == "airline_cancelled":
+        why = "the airline cancelled one of my flights"
+    else:
+        why = rng.choice(("my plans changed", "I no longer need the trip"))
+    user_id = res["user_id"]
+    actions = [*ctx.reads(user_id, rid), call("cancel_reservation", reservation_id=rid)]
+    ctx.run_gold(actions)
+    trip = f"{AIRPORTS[res['origin']]} to {AIRPORTS[res['destination']]}"
+    reason = rng.choice(
+        (
+            f"I need to cancel my reservation for the trip from {trip}.",
+            f"Hi, please cancel my {trip} booking; {why}.",
+            "I'd like to cancel one of my flight reservations and get my money back.",
+        )
+    )
+    known = {"user_id": user_id, "reservation_id": rid, "cancel_reason": why}
+    instructions = (
+        f"You want to cancel reservation {rid} (your reason: {why}). You want the full "
+        "refund to the original payment method, and to know how much will be refunded."
+    )
+    return _draft(ctx, user_id, reason, known, instructions, actions, [_amount(ctx.paid(rid))])
+
+
+def _cancel_refused(rng: random.Random, ctx: _Context, then_change: bool) -> Draft | None:
+    if then_change:
+        rid = ctx.pick_reservation(
+            rng,
+            lambda r: (
+                ctx.refusable(r)
+                and ctx.reservations[r]["cabin"] != "basic_economy"
+                and ctx.on_sale(r)
+            ),
+        )
+    else:
+        rid = ctx.pick_reservation(rng, ctx.refusable)
+    if rid is None:
+        return None
+    res = ctx.reservations[rid]
+    user_id = res["user_id"]
+    why = rng.choice(("my plans changed", "I found a cheaper trip elsewhere"))
+    known = {"user_id": user_id, "reservation_id": rid, "cancel_reason": why}
+    reason = rng.choice(
+        (
+            f"Hi, I want to cancel my trip to {AIRPORTS[res['destination']]} and get a refund.",
+            "I'd like to cancel a reservation, please.",
+        )
+    )
+    if not then_change:
+        actions = ctx.reads(user_id, rid)
+        ctx.run_gold(actions)
+        instructions = (
+            f"You want to cancel reservation {rid} (your reason: {why}). If the agent says "
+            "it cannot be cancelled, ask how much you paid for it in total, then end the "
+            "conversation."
+        )
+        known["follow_up_question"] = "How much did I pay for this reservation in total?"
+        return _draft(ctx, user_id, reason, known, instructions, actions,
+            [_amount(ctx.paid(rid))], confirm=False,
+        )  # fmt: skip
+    change = ctx.change_flight_plan(rng, rid)
+    if change is None:
+        return None
+    actions = [*ctx.reads(user_id, rid), *change["actions"]]
+    ctx.run_gold(actions)
+    known.update(change["known"])
+    instructions = (
+        f"You want to cancel reservation {rid} (your reason: {why}). If that is not "
+        f"possible, move it instead: {change['words']}."
+    )
+    return _draft(ctx, user_id, reason, known, instructions, actions,
+        change["outputs"],
+    )  # fmt: skip
+
+
+def _change_flight(rng: random.Random, ctx: _Context) -> Draft | None:
+    rid = ctx.pick_reservation(rng, ctx.movable)
+    if rid is None:
+        return None
+    plan = ctx.change_flight_plan(rng, rid)
+    if plan is None:
+        return None
+    res = ctx.reservations[rid]
+    user_id = res["user_id"]
+    actions = [*ctx.reads(user_id, rid), *plan["actions"]]
+    ctx.run_gold(actions)
+    moved_from = res["origin"] if plan["direction"] == "outbound" else res["destination"]
+    reason = rng.choice(
+        (
+            f"Hi, I need to change the date of my {plan['direction']} flight.",
+            f"I want to move my {plan['direction']} flight from {AIRPORTS[moved_from]} "
+            "to another day.",
+            "Can you help me change a flight on one of my reservations?",
+        )
+    )
+    known = {"user_id": user_id, "reservation_id": rid, **plan["known"]}
+    instructions = f"For reservation {rid}, you want to {plan['words']}. Ask what it costs."
+    return _draft(ctx, user_id, reason, known, instructions, actions, plan["outputs"])
+
+
+def _change_cabin(rng: random.Random, ctx: _Context, with_passengers: bool = False) -> Draft | None:
+    rid = ctx.pick_reservation(rng, lambda r: ctx.changeable(r) and ctx.on_sale(r))
+    if rid is None:
+        return None
+    res = ctx.reservations[rid]
+    user_id = res["user_id"]
+    plan = ctx.cabin_plan(rng, rid)
+    if plan is None:
+        return None
+    method = ctx.pay_difference(rng, user_id, plan["difference"])
+    if method is None:
+        return None
+    flights = [{"flight_number": s["flight_number"], "date": s["date"]} for s in res["flights"]]
+    update = call(
+        "update_reservation_flights",
+        reservation_id=rid,
+        cabin=plan["cabin"],
+        flights=flights,
+        payment_id=method["id"],
+    )
+    actions = [*ctx.reads(user_id, rid), *plan["searches"], update]
+    known = {
+        "user_id": user_id,
+        "reservation_id": rid,
+        "target_cabin": _CABIN_WORDS[plan["cabin"]],
+        "payment_choice": ctx.payment_words(method),
+    }
+    up = "upgrade" if plan["difference"] > 0 else "downgrade"
+    instructions = (
+        f"You want to {up} every flight of reservation {rid} to {_CABIN_WORDS[plan['cabin']]} "
+        f"and settle the difference with {ctx.payment_words(method)}. Ask what it costs."
+    )
+    reason = rng.choice(
+        (
+            f"I'd like to {up} the cabin on one of my reservations.",
+            f"Hi! Can I switch my trip to {_CABIN_WORDS[plan['cabin']]}?",
+        )
+    )
+    if with_passengers:
+        change = ctx.passenger_plan(rng, rid)
+        if change is None:
+            return None
+        actions.append(change["action"])
+        known["passenger_change"] = change["words"]
+        instructions += f" Also: {change['words']}."
+        reason = reason.rstrip("?.!") + ", and fix a passenger's details."
+    ctx.run_gold(actions)
+    return _draft(
+        ctx,
+        user_id,
+        reason,
+        known,
+        instructions,
+        actions,
+        [_amount(abs(plan["difference"]))],
+    )
+
+
+def _add_bags(rng: random.Random, ctx: _Context) -> Draft | None:
+    rid = ctx.pick_reservation(rng, ctx.changeable)
+    if rid is None:
+        return None
+    plan = ctx.bags_plan(rng, rid)
+    if plan is None:
+        return None
+    user_id = ctx.reservations[rid]["user_id"]
+    actions = [*ctx.reads(user_id, rid), plan["action"]]
+    ctx.run_gold(actions)
+    extra = plan["extra"]
+    reason = rng.choice(
+        (
+            f"Hi, I need to add {extra} checked bag{'s' * (extra > 1)} to my reservation.",
+            "I'd like to bring more luggage on my upcoming trip.",
+        )
+    )
+    known = {
+        "user_id": user_id,
+        "reservation_id": rid,
+        "bags_to_add": str(extra),
+        "payment_choice": ctx.payment_words(plan["method"]),
+    }
+    instructions = (
+        f"Add {extra} checked bag(s) to reservation {rid}; pay any fee with "
+        f"{ctx.payment_words(plan['method'])}. Ask what it costs."
+    )
+    outputs = [_amount(plan["fee"])] if plan["fee"] else []
+    return _draft(ctx, user_id, reason, known, instructions, actions, outputs)
+
+
+def _update_passengers(rng: random.Random, ctx: _Context) -> Draft | None:
+    rid = ctx.pick_reservation(rng, ctx.changeable)
+    if rid is None:
+        return None
+    plan = ctx.passenger_plan(rng, rid)
+    if plan is None:
+        return None
+    user_id = ctx.reservations[rid]["user_id"]
+    actions = [*ctx.reads(user_id, rid), plan["action"]]
+    ctx.run_gold(actions)
+    reason = rng.choice(
+        (
+            "Hi, I need to fix a passenger's details on my booking.",
+            "There's a mistake with one of the travellers on my reservation.",
+            "I need to change who is flying on one of my reservations.",
+        )
+    )
+    known = {"user_id": user_id, "reservation_id": rid, "passenger_change": plan["words"]}
+    instructions = f"On reservation {rid}: {plan['words']}."
+    return _draft(ctx, user_id, reason, known, instructions, actions)
+
+
+def _certificate(rng: random.Random, ctx: _Context, with_cancel: bool) -> Draft | None:
+    def fits(r: str) -> bool:
+        found = ctx.disrupted(r) if ctx.active(r) and ctx.eligible(r) else None
+        if found is None:
+            return False
+        return not with_cancel or (found[1] == "cancelled" and not ctx.flown(r))
+
+    rid = ctx.pick_reservation(rng, fits, tries=3000)
+    if rid is None:
+        return None
+    res = ctx.reservations[rid]
+    user_id = res["user_id"]
+    segment, status = ctx.disrupted(rid)  # type: ignore[misc]
+    amount = (100 if status == "cancelled" else 50) * len(res["passengers"])
+    actions = ctx.reads(user_id, rid)
+    outputs = []
+    if with_cancel:
+        actions.append(call("cancel_reservation", reservation_id=rid))
+        outputs.append(_amount(ctx.paid(rid)))
+    actions.append(call("send_certificate", user_id=user_id, amount=amount))
+    outputs.append(_amount(amount))
+    ctx.run_gold(actions)
+    flight_words = f"flight {segment['flight_number']} on {_date_words(segment['date'])}"
+    reason = rng.choice(
+        (
+            f"My {flight_words} was {status}. I think I deserve some compensation.",
+            f"Hello, the airline {status} my flight and I'd like some compensation.",
+        )
+    )
+    known = {
+        "user_id": user_id,
+        "reservation_id": rid,
+        "flight_issue": f"{flight_words} was {status}",
+    }
+    instructions = f"Your {flight_words} (reservation {rid}) was {status}. Ask for compensation."
+    if with_cancel:
+        known["cancel_reason"] = "the airline cancelled my flight"
+        instructions += " Also cancel the whole reservation and ask for the refund amount."
+    return _draft(ctx, user_id, reason, known, instructions, actions, outputs)
+
+
+def _compensation_refused_cancel(rng: random.Random, ctx: _Context) -> Draft | None:
+    def fits(r: str) -> bool:
+        found = ctx.disrupted(r) if ctx.changeable(r) and not ctx.eligible(r) else None
+        return found is not None and found[1] == "cancelled"
+
+    rid = ctx.pick_reservation(rng, fits, tries=3000)
+    if rid is None:
+        return None
+    res = ctx.reservations[rid]
+    user_id = res["user_id"]
+    segment, _ = ctx.disrupted(rid)  # type: ignore[misc]
+    actions = [*ctx.reads(user_id, rid), call("cancel_reservation", reservation_id=rid)]
+    ctx.run_gold(actions)
+    flight_words = f"flight {segment['flight_number']} on {_date_words(segment['date'])}"
+    reason = f"The airline cancelled my {flight_words}. I want compensation for this mess."
+    known = {
+        "user_id": user_id,
+        "reservation_id": rid,
+        "flight_issue": f"{flight_words} was cancelled",
+        "cancel_reason": "the airline cancelled my flight",
+    }
+    instructions = (
+        f"Your {flight_words} (reservation {rid}) was cancelled by the airline. Ask for "
+        "compensation; if you get none, cancel the whole reservation and ask for the refund."
+    )
+    return _draft(ctx, user_id, reason, known, instructions, actions,
+        [_amount(ctx.paid(rid))],
+    )  # fmt: skip
+
+
+def _basic_economy_change_refused(rng: random.Random, ctx: _Context) -> Draft | None:
+    rid = ctx.pick_reservation(
+        rng,
+        lambda r: (
+            ctx.changeable(r) and ctx.on_sale(r) and ctx.reservations[r]["cabin"] == "basic_economy"
+        ),
+    )
+    if rid is None:
+        return None
+    res = ctx.reservations[rid]
+    user_id = res["user_id"]
+    plan = ctx.cabin_plan(rng, rid, "economy")
+    if plan is None or plan["difference"] <= 0:
+        return None
+    actions = [*ctx.reads(user_id, rid), *plan["searches"]]
+    ctx.run_gold(actions)
+    later = (dt.date.fromisoformat(res["flights"][0]["date"]) + dt.timedelta(days=1)).isoformat()
+    reason = rng.choice(
+        (
+            "I need to move my flight to the next day.",
+            "Hi, can you change my flight to a later date?",
+        )
+    )
+    known = {
+        "user_id": user_id,
+        "reservation_id": rid,
+        "target_date": later,
+        "follow_up_question": (
+            "How much would it cost to upgrade the whole reservation to economy?"
+        ),
+    }
+    instructions = (
+        f"You want to move reservation {rid} to {_date_words(later)}. If the agent refuses, "
+        "ask what upgrading the whole reservation to economy would cost, but do not buy it."
+    )
+    return _draft(ctx, user_id, reason, known, instructions, actions,
+        [_amount(plan["difference"])], confirm=False,
+    )  # fmt: skip
+
+
+def _change_flight_and_bags(rng: random.Random, ctx: _Context) -> Draft | None:
+    rid = ctx.pick_reservation(rng, ctx.movable)
+    if rid is None:
+        return None
+    plan = ctx.change_flight_plan(rng, rid)
+    bags = ctx.bags_plan(rng, rid)
+    if plan is None or bags is None or not bags["fee"]:
+        return None
+    user_id = ctx.reservations[rid]["user_id"]
+    actions = [*ctx.reads(user_id, rid), *plan["actions"], bags["action"]]
+    ctx.run_gold(actions)
+    reason = "I need to change a flight on my reservation and add some luggage."
+    known = {
+        "user_id": user_id,
+        "reservation_id": rid,
+        **plan["known"],
+        "bags_to_add": str(bags["extra"]),
+        "bag_payment": ctx.payment_words(bags["method"]),
+    }
+    instructions = (
+        f"For reservation {rid}: {plan['words']}. Then add {bags['extra']} checked bag(s), "
+        f"paid with {ctx.payment_words(bags['method'])}. Ask what each change costs."
+    )
+    outputs = plan["outputs"] + [_amount(bags["fee"])]
+    return _draft(ctx, user_id, reason, known, instructions, actions, outputs)
+
+
+def _cancel_two(rng: random.Random, ctx: _Context) -> Draft | None:
+    user_id = rng.choice(ctx.user_ids)
+    mine = [r for r in ctx.users[user_id]["reservations"] if ctx.changeable(r)]
+    allowed = [r for r in mine if set(ctx.cancel_grounds(r)) - {"insurance"}]
+    refused = [r for r in mine if ctx.refusable(r)]
+    if not allowed or len(allowed) + len(refused) < 2:
+        return None
+    first = rng.choice(allowed)
+    rest = [r for r in allowed + refused if r != first]
+    second = rng.choice(rest)
+    pair = sorted((first, second))
+    actions = ctx.reads(user_id, *pair)
+    to_cancel = [r for r in pair if r in allowed]
+    actions += [call("cancel_reservation", reservation_id=r) for r in to_cancel]
+    ctx.run_gold(actions)
+    refund = sum(ctx.paid(r) for r in to_cancel)
+    reason = "Hi, I want to cancel two of my reservations and get refunds."
+    known = {
+        "user_id": user_id,
+        "reservation_ids": f"{pair[0]} and {pair[1]}",
+        "cancel_reason": "my plans changed",
+    }
+    instructions = (
+        f"Cancel reservations {pair[0]} and {pair[1]} because your plans changed. Accept "
+        "that one may not be cancellable. Ask for the total refund."
+    )
+    return _draft(ctx, user_id, reason, known, instructions, actions, [_amount(refund)])
+
+
+def _transfer_after_write(rng: random.Random, ctx: _Context) -> Draft | None:
+    user_id = rng.choice(ctx.user_ids)
+    mine = ctx.users[user_id]["reservations"]
+    flown = [
+        r for r in mine if ctx.active(r) and ctx.flown(r)
+        and any(ctx.status(s) == "available" for s in ctx.reservations[r]["flights"])
+    ]  # fmt: skip
+    open_ = [r for r in mine if ctx.changeable(r)]
+    if not flown or not open_:
+        return None
+    target, other = rng.choice(open_), rng.choice(flown)
+    bags = ctx.bags_plan(rng, target)
+    if bags is None:
+        return None
+    actions = [
+        *ctx.reads(user_id, target),
+        bags["action"],
+        call("get_reservation_details", reservation_id=other),
+        call(
+            "transfer_to_human_agents",
+            summary=(
+                f"User {user_id} added bags to {target} and wants to cancel {other}, whose "
+                "outbound flight has already departed."
+            ),
+        ),
+    ]
+    ctx.run_gold(actions)
+    reason = "Hi, I have two things: some extra bags for one trip, and a cancellation."
+    known = {
+        "user_id": user_id,
+        "reservation_id": target,
+        "bags_to_add": str(bags["extra"]),
+        "payment_choice": ctx.payment_words(bags["method"]),
+        "other_reservation_id": other,
+        "cancel_reason": "my plans changed",
+    }
+    instructions = (
+        f"First add {bags['extra']} bag(s) to reservation {target} (pay with "
+        f"{ctx.payment_words(bags['method'])}); then ask to cancel the rest of reservation "
+        f"{other}. Accept a transfer to a human agent."
+    )
+    return _draft(ctx, user_id, reason, known, instructions, actions)
+
+
+def _transfer(rng: random.Random, ctx: _Context) -> Draft | None:
+    rid = ctx.pick_reservation(rng, lambda r: ctx.active(r) and ctx.flown(r))
+    if rid is None:
+        return None
+    res = ctx.reservations[rid]
+    user_id = res["user_id"]
+    flown = next(s for s in res["flights"] if ctx.status(s) in _FLOWN)
+    issue = rng.choice(("my checked bag never arrived", "my suitcase was damaged"))
+    actions = [
+        *ctx.reads(user_id, rid),
+        call(
+            "transfer_to_human_agents",
+            summary=f"User {user_id}: on flight {flown['flight_number']}, {issue}.",
+        ),
+    ]
+    ctx.run_gold(actions)
+    reason = f"After my flight {flown['flight_number']}, {issue}. What can you do?"
+    known = {"user_id": user_id, "reservation_id": rid, "flight_issue": issue}
+    instructions = "Explain the baggage problem; accept a transfer to a human agent."
+    return _draft(ctx, user_id, reason, known, instructions, actions)
+
+
+def _refusal(rng: random.Random, ctx: _Context) -> Draft | None:
+    rid = ctx.pick_reservation(rng, ctx.changeable)
+    if rid is None:
+        return None
+    user_id = ctx.reservations[rid]["user_id"]
+    actions = ctx.reads(user_id, rid)
+    ctx.run_gold(actions)
+    request = rng.choice(
+        (
+            "add one more passenger, my colleague, to this reservation",
+            "add travel insurance to this reservation",
+            "remove one passenger from this reservation and get their share refunded",
+        )
+    )
+    reason = f"Hi, I'd like to {request}."
+    known = {"user_id": user_id, "reservation_id": rid}
+    instructions = f"You want to {request} (reservation {rid}). Accept a refusal."
+    return _draft(ctx, user_id, reason, known, instructions, actions, confirm=False)
+
+
+def _finish(rng: random.Random, ctx: _Context, draft: Draft, category: str) -> Finished:
+    """The scenario (its persona is drawn once the task is kept), gold, outputs, and the write
+    tools the gold calls, in order (``extra_info["writes"]``)."""
+    scenario, actions, outputs, _ = _WRITER.finish(draft, category, None, persona=str)
+    return scenario, actions, outputs, [a["name"] for a in actions if a["name"] in WRITE_TOOLS]
 
 
 def _signature(category: str, finished: Finished) -> str:
@@ -1182,8 +1152,28 @@ def _signature(category: str, finished: Finished) -> str:
     return json.dumps([category, calls, outputs], sort_keys=True)
 
 
-def _category(name: str) -> Callable[[random.Random, _Context], _Draft | None]:
-    return lambda rng, ctx: ctx.draft(rng, name)
+_CATEGORIES: dict[str, Callable[[random.Random, _Context], Draft | None]] = {
+    "book_one_way": lambda rng, ctx: _book(rng, ctx, "book_one_way"),
+    "book_round_trip": lambda rng, ctx: _book(rng, ctx, "book_round_trip"),
+    "book_one_stop": lambda rng, ctx: _book(rng, ctx, "book_one_stop"),
+    "cancel": _cancel,
+    "cancel_two": _cancel_two,
+    "cancel_refused": lambda rng, ctx: _cancel_refused(rng, ctx, False),
+    "cancel_refused_then_change": lambda rng, ctx: _cancel_refused(rng, ctx, True),
+    "change_flight": _change_flight,
+    "change_cabin": _change_cabin,
+    "add_bags": _add_bags,
+    "update_passengers": _update_passengers,
+    "certificate": lambda rng, ctx: _certificate(rng, ctx, False),
+    "cancel_with_certificate": lambda rng, ctx: _certificate(rng, ctx, True),
+    "compensation_refused_cancel": _compensation_refused_cancel,
+    "basic_economy_change_refused": _basic_economy_change_refused,
+    "change_flight_and_bags": _change_flight_and_bags,
+    "change_cabin_and_passengers": lambda rng, ctx: _change_cabin(rng, ctx, with_passengers=True),
+    "transfer_after_write": _transfer_after_write,
+    "transfer": _transfer,
+    "refusal": _refusal,
+}
 
 
 TASKS = TaskSource(
@@ -1193,7 +1183,7 @@ TASKS = TaskSource(
     context=_Context,
     load_tables=load_tables,
     weights=CATEGORY_WEIGHTS,
-    categories={name: _category(name) for name in CATEGORY_WEIGHTS},
+    categories=_CATEGORIES,
     finish=_finish,
     key=_signature,
     tags_field="writes",

@@ -16,7 +16,6 @@ import datetime as dt
 import hashlib
 import itertools
 import json
-import weakref
 from typing import Any, Literal
 
 from tool_envs.core.tools import format_result, tool
@@ -49,19 +48,16 @@ def _money(value: float) -> int | float:
 class AirlineTools(DomainTools):
     """Tools over the airline database (flights, users, reservations)."""
 
+    quote_keys = True
+    texts_per_process = True
+
     # ------------------------------------------------------------------ helpers (not tools)
 
     def _user(self, user_id: str) -> dict[str, Any]:
-        user = self.db.get("users", user_id)
-        if user is None:
-            raise ValueError(f"user '{user_id}' not found")
-        return user
+        return self._record("users", user_id, "user")
 
     def _reservation(self, reservation_id: str) -> dict[str, Any]:
-        reservation = self.db.get("reservations", reservation_id)
-        if reservation is None:
-            raise ValueError(f"reservation '{reservation_id}' not found")
-        return reservation
+        return self._record("reservations", reservation_id, "reservation")
 
     def _active(self, reservation_id: str) -> dict[str, Any]:
         reservation = self._reservation(reservation_id)
@@ -70,10 +66,7 @@ class AirlineTools(DomainTools):
         return reservation
 
     def _flight(self, number: Any) -> dict[str, Any]:
-        flight = self.db.get("flights", number) if isinstance(number, str) else None
-        if flight is None:
-            raise ValueError(f"flight '{number}' not found")
-        return flight
+        return self._record("flights", number, "flight")
 
     def _bookable(self, number: str, date: str, cabin: str, seats: int) -> tuple[dict, int]:
         """The flight and its current price in ``cabin``, if ``seats`` can be sold on ``date``."""
@@ -203,11 +196,21 @@ class AirlineTools(DomainTools):
     #
     # Reads return JSON text, formatted exactly as the toolset formats a dict. A read whose
     # inputs are all unchanged base records always gives the same text, so that text is kept
-    # per process (see :func:`_views`): base records are never mutated, and an episode's edited
-    # records are other objects, never cached.
+    # per process (``texts_per_process``; see :meth:`_first_texts`): base records are never
+    # mutated, and an episode's edited records are other objects, never cached.
 
-    def _text_store(self) -> dict[Any, str]:
-        return _views(self.db.base)
+    def _first_texts(self, base: BaseTables) -> dict[Any, Any]:
+        """Every user and reservation rendered once per process (~0.1 s), so the common reads
+        cost a dict lookup instead of a ``json.dumps``; searches are kept as they come."""
+        texts: dict[Any, Any] = {}
+        for user_id, user in base.tables["users"].items():
+            texts["user", user_id] = format_result(user)
+        flights = base.tables["flights"]
+        for rid, reservation in base.tables["reservations"].items():
+            texts["reservation", rid] = format_result(
+                _with_status(reservation, lambda _table, key: flights.get(key))
+            )
+        return texts
 
     def _dumps(self, value: Any) -> str:
         return format_result(value)
@@ -217,7 +220,7 @@ class AirlineTools(DomainTools):
 
         Schedules never change, so the pairs are worked out once per airport pair.
         """
-        views = _views(self.db.base)
+        views = self._text_store()
         key = ("connections", origin, destination)
         found = views.get(key)
         if found is not None:
@@ -662,28 +665,6 @@ def _with_status(reservation: dict[str, Any], get: Any) -> dict[str, Any]:
         day = flight["dates"].get(segment["date"], {}) if flight else {}
         flights.append({**segment, "status": day.get("status", "unknown")})
     return {**reservation, "flights": flights}
-
-
-_VIEWS: weakref.WeakKeyDictionary[BaseTables, dict[Any, Any]] = weakref.WeakKeyDictionary()
-
-
-def _views(base: BaseTables) -> dict[Any, Any]:
-    """Read results over unchanged base records, shared by every env of the process.
-
-    The first call renders every user and reservation (~0.1 s, once per process), so that the
-    common reads cost a dict lookup instead of a ``json.dumps``; searches are kept as they come.
-    """
-    views = _VIEWS.get(base)
-    if views is None:
-        views = _VIEWS[base] = {}
-        for user_id, user in base.tables["users"].items():
-            views["user", user_id] = format_result(user)
-        flights = base.tables["flights"]
-        for rid, reservation in base.tables["reservations"].items():
-            views["reservation", rid] = format_result(
-                _with_status(reservation, lambda _table, key: flights.get(key))
-            )
-    return views
 
 
 def _new_id(text: str, db: Any) -> str:

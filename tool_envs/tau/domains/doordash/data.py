@@ -36,9 +36,10 @@ types are in :mod:`.records`):
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import random
 from typing import Any
+
+from tool_envs.tau.datagen import SeedTables
 
 Tables = dict[str, dict[str, dict[str, Any]]]
 
@@ -919,11 +920,5 @@ def generate_tables(seed: int = 0) -> Tables:
     }
 
 
-@functools.cache
-def load_tables() -> Tables:
-    """The food-delivery database of the shipped env (seed 0), built once per process.
-
-    The result is shared: treat it as read-only (episodes change records through
-    :class:`tool_envs.tau.db.Database`, never these dicts).
-    """
-    return generate_tables(0)
+load_tables = SeedTables(generate_tables)
+"""The database of the shipped env (seed 0), built once per process; read-only."""

@@ -44,7 +44,7 @@ from tool_envs.tau.domains.doordash.tools import (
     order_credits,
     recent_credits,
 )
-from tool_envs.tau.drafts import Draft, Finished, Identity, Part, TaskWriter, call
+from tool_envs.tau.drafts import Draft, Identity, Part, TaskWriter, call
 from tool_envs.tau.taskgen import TaskContext, TaskSource
 from tool_envs.tau.tools import write_tool_names
 from tool_envs.tau.wording import Opening, and_join
@@ -1340,17 +1340,6 @@ def _authentication(rng: random.Random, customer: Record) -> Identity:
     )
 
 
-def _finish(rng: random.Random, ctx: _Context, draft: Draft, category: str) -> Finished:
-    """The scenario, gold actions, outputs and tags of a draft."""
-    name = draft.subject["name"]
-    return _WRITER.finish(
-        draft,
-        category,
-        _authentication(rng, draft.subject),
-        persona=lambda: f"You are {name['first_name']} {name['last_name']}. {rng.choice(_TRAITS)}",
-    )
-
-
 TASKS = TaskSource(
     domain=DOMAIN_NAME,
     env_id=ENV_ID,
@@ -1359,7 +1348,7 @@ TASKS = TaskSource(
     load_tables=load_tables,
     weights=CATEGORY_WEIGHTS,
     categories=_CATEGORIES,
-    finish=_finish,
+    finish=_WRITER.named_finish(_authentication, _TRAITS),
     attempts_per_task=300,
 )
 """Doordash's tasks; ``extra_info["tags"]`` names the write tools a task uses, ``multi_step``,

@@ -128,10 +128,10 @@ class DoordashTools(DomainTools):
         Args:
             email: The customer's email address, such as 'maya.chen42@mailbox.test'.
         """
-        found = self.db.lookup("customers", "email", _email_key, email.strip().lower())
-        if not found:
-            raise ValueError("no customer with that email address")
-        return found[0]
+        email = email.strip().lower()
+        return self._find(
+            "customers", "email", _email_key, email, "no customer with that email address"
+        )
 
     @tool
     def find_customer_by_phone(self, phone: str) -> str:
@@ -141,10 +141,9 @@ class DoordashTools(DomainTools):
         Args:
             phone: The phone number, such as '303-555-0142' (any punctuation is fine).
         """
-        found = self.db.lookup("customers", "phone", _phone_key, _digits(phone))
-        if not found:
-            raise ValueError("no customer with that phone number")
-        return found[0]
+        return self._find(
+            "customers", "phone", _phone_key, _digits(phone), "no customer with that phone number"
+        )
 
     @tool
     def get_customer_details(self, customer_id: str) -> str:

@@ -50,7 +50,10 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import random
-from typing import Any
+from typing import Any, get_args
+
+from tool_envs.tau.datagen import SeedTables, new_id
+from tool_envs.tau.domains.healthcare.records import Service
 
 Tables = dict[str, dict[str, dict[str, Any]]]
 
@@ -84,18 +87,7 @@ SPECIALTY_COUNTS: dict[str, int] = {
 }
 SPECIALTIES = tuple(SPECIALTY_COUNTS)
 
-SERVICES = (
-    "primary care visit",
-    "specialist visit",
-    "annual physical",
-    "mental health visit",
-    "physical therapy",
-    "telehealth visit",
-    "urgent care",
-    "lab work",
-    "x-ray",
-    "mri",
-)
+SERVICES: tuple[Service, ...] = get_args(Service)
 VISIT_TYPES = ("checkup", "sick visit", "follow-up", "consultation")
 CANCEL_REASONS = ("schedule conflict", "feeling better", "seeing another provider", "other")
 APPEAL_REASONS = ("medically necessary", "referral on file", "billing error", "provider in network")
@@ -320,14 +312,6 @@ def _slots_between(start: str, end: str) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- generators
 
 
-def _new_id(rng: random.Random, taken: set[str], make: Any) -> str:
-    while True:
-        value = make(rng)
-        if value not in taken:
-            taken.add(value)
-            return value
-
-
 def _clinics() -> dict[str, dict[str, Any]]:
     return {
         clinic_id: {
@@ -380,7 +364,7 @@ def _providers(rng: random.Random, taken: set[str]) -> dict[str, dict[str, Any]]
     number = 0
     for specialty, count in SPECIALTY_COUNTS.items():
         for index in range(count):
-            provider_id = _new_id(rng, taken, lambda r: f"PRV{r.randint(1000, 9999)}")
+            provider_id = new_id(rng, taken, lambda r: f"PRV{r.randint(1000, 9999)}")
             # Primary care is spread over every clinic; specialists over the larger ones too.
             clinic_id = (
                 clinic_ids[(index + number) % len(clinic_ids)]
@@ -452,8 +436,8 @@ def _patients(
             continue
         identities.add((first, last, dob))
         minor, senior = band < 0.15, band >= 0.8
-        patient_id = _new_id(rng, taken, lambda r: f"P{r.randint(100000, 999999)}")
-        email = _new_id(
+        patient_id = new_id(rng, taken, lambda r: f"P{r.randint(100000, 999999)}")
+        email = new_id(
             rng,
             taken,
             lambda r: f"{first.lower()}.{last.lower()}{r.randint(1, 999)}@example.net",  # noqa: B023
@@ -465,7 +449,7 @@ def _patients(
         )
         plan = plans[plan_id]
         prefix = _PLANS[plan_id][6]
-        member_id = _new_id(rng, taken, lambda r: f"{prefix}{r.randint(10**7, 10**8 - 1)}")  # noqa: B023
+        member_id = new_id(rng, taken, lambda r: f"{prefix}{r.randint(10**7, 10**8 - 1)}")  # noqa: B023
         kinds = ("Pediatrics",) if minor else ("Family Medicine", "Internal Medicine")
         choices = [p for k in kinds for p in primary[k] if plan["network"] in p["networks"]]
         pcp = rng.choice(choices or [p for k in kinds for p in primary[k]])
@@ -473,7 +457,7 @@ def _patients(
         referrals = []
         for _ in range(rng.choices((0, 1, 2), weights=(45, 40, 15))[0]):
             issued = today - dt.timedelta(days=rng.randint(5, 300))
-            referral_id = _new_id(rng, taken, lambda r: f"RF{r.randint(100000, 999999)}")
+            referral_id = new_id(rng, taken, lambda r: f"RF{r.randint(100000, 999999)}")
             referrals.append(
                 {
                     "referral_id": referral_id,
@@ -549,7 +533,7 @@ def _appointments(
 
     def add(patient_id: str, provider: dict[str, Any], start: str) -> None:
         patient = patients[patient_id]
-        appointment_id = _new_id(rng, taken, lambda r: f"A{r.randint(10**6, 10**7 - 1)}")
+        appointment_id = new_id(rng, taken, lambda r: f"A{r.randint(10**6, 10**7 - 1)}")
         busy.update(((provider["provider_id"], start), (patient_id, start)))
         date = start[:10]
         past = start < NOW
@@ -692,7 +676,7 @@ def _prescriptions(
         status = (
             "discontinued" if rng.random() < 0.07 else "expired" if expires < today else "active"
         )
-        prescription_id = _new_id(rng, taken, lambda r: f"RX{r.randint(100000, 999999)}")
+        prescription_id = new_id(rng, taken, lambda r: f"RX{r.randint(100000, 999999)}")
         request = None
         if status == "active" and refills_remaining > 0 and rng.random() < 0.08:
             request = {
@@ -752,7 +736,7 @@ def _claims(
             )[0]
         entry = plan["services"][service]
         copay = entry["copay"] if entry["copay"] is not None else round(allowed * 0.3, 2)
-        claim_id = _new_id(rng, taken, lambda r: f"CLM{r.randint(10**6, 10**7 - 1)}")
+        claim_id = new_id(rng, taken, lambda r: f"CLM{r.randint(10**6, 10**7 - 1)}")
         processed = None
         if status in ("paid", "denied", "appealed"):
             processed = day(
@@ -818,11 +802,5 @@ def generate_tables(seed: int = 0) -> Tables:
     }
 
 
-@functools.cache
-def load_tables() -> Tables:
-    """The healthcare database of the shipped env (seed 0), built once per process.
-
-    The result is shared: treat it as read-only (episodes change records through
-    :class:`tool_envs.tau.db.Database`, never these dicts).
-    """
-    return generate_tables(0)
+load_tables = SeedTables(generate_tables)
+"""The database of the shipped env (seed 0), built once per process; read-only."""

@@ -16,6 +16,19 @@ from tool_envs.tau.records import Name, StreetAddress
 Weekday = Literal["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
 VisitType = Literal["checkup", "sick visit", "follow-up", "consultation"]
 CancelReason = Literal["schedule conflict", "feeling better", "seeing another provider", "other"]
+Service = Literal[
+    "primary care visit",
+    "specialist visit",
+    "annual physical",
+    "mental health visit",
+    "physical therapy",
+    "telehealth visit",
+    "urgent care",
+    "lab work",
+    "x-ray",
+    "mri",
+]
+"""The services a plan prices (its ``services`` keys, in this order)."""
 AppealReason = Literal[
     "medically necessary", "referral on file", "billing error", "provider in network"
 ]

@@ -22,12 +22,10 @@ import functools
 import hashlib
 import json
 import re
-import weakref
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 from tool_envs.core.tools import tool
-from tool_envs.tau.db import BaseTables
 from tool_envs.tau.domains.healthcare.data import (
     LAST_DAY,
     NOW,
@@ -39,7 +37,7 @@ from tool_envs.tau.domains.healthcare.data import (
     visit_service,
     weekday,
 )
-from tool_envs.tau.domains.healthcare.records import AppealReason, CancelReason, VisitType
+from tool_envs.tau.domains.healthcare.records import AppealReason, CancelReason, Service, VisitType
 from tool_envs.tau.tools import DomainTools
 
 Record = dict[str, Any]
@@ -52,18 +50,6 @@ _FILED_FIELDS = ("claim_id", "appointment_id", "date_of_service", "billed_amount
                  "submitted_on")  # fmt: skip
 _APPEALED_FIELDS = ("claim_id", "status", "denial_reason", "appeal")
 _START = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})")
-Service = Literal[
-    "primary care visit",
-    "specialist visit",
-    "annual physical",
-    "mental health visit",
-    "physical therapy",
-    "telehealth visit",
-    "urgent care",
-    "lab work",
-    "x-ray",
-    "mri",
-]
 
 
 # Index keys (one name per key function, as Database.lookup requires).
@@ -138,37 +124,30 @@ def _hashed_id(prefix: str, text: str, taken: Callable[[str], bool]) -> str:
 class HealthcareTools(DomainTools):
     """Tools of a patient-services agent at a group of clinics."""
 
+    quote_keys = True
+    texts_per_process = True  # tools never change providers, plans or clinics
+
     # ----------------------------------------------------------------------- helpers
 
-    def _text_store(self) -> dict[Any, str]:
-        return _views(self.db.base)
-
-    def _get(self, table: str, key: str, label: str, hint: str) -> Record:
-        record = self.db.get(table, key) if isinstance(key, str) else None
-        if record is None:
-            raise ValueError(f"{label} '{key}' not found{hint}")
-        return record
-
     def _patient(self, patient_id: str) -> Record:
-        return self._get("patients", patient_id, "patient", " (patient ids look like 'P123456')")
+        hint = " (patient ids look like 'P123456')"
+        return self._record("patients", patient_id, "patient", hint=hint)
 
     def _provider(self, provider_id: str) -> Record:
-        return self._get(
-            "providers", provider_id, "provider", " (provider ids look like 'PRV1234')"
-        )
+        hint = " (provider ids look like 'PRV1234')"
+        return self._record("providers", provider_id, "provider", hint=hint)
 
     def _appointment(self, appointment_id: str) -> Record:
-        return self._get(
-            "appointments", appointment_id, "appointment", " (appointment ids look like 'A1234567')"
-        )
+        hint = " (appointment ids look like 'A1234567')"
+        return self._record("appointments", appointment_id, "appointment", hint=hint)
 
     def _prescription(self, prescription_id: str) -> Record:
-        return self._get(
-            "prescriptions", prescription_id, "prescription", " (ids look like 'RX123456')"
-        )
+        hint = " (ids look like 'RX123456')"
+        return self._record("prescriptions", prescription_id, "prescription", hint=hint)
 
     def _claim(self, claim_id: str) -> Record:
-        return self._get("claims", claim_id, "claim", " (claim ids look like 'CLM1234567')")
+        hint = " (claim ids look like 'CLM1234567')"
+        return self._record("claims", claim_id, "claim", hint=hint)
 
     def _verified(self, found: list[str], date_of_birth: str) -> str:
         dob = _parse_date(date_of_birth)
@@ -234,10 +213,9 @@ class HealthcareTools(DomainTools):
             date_of_birth: The patient's date of birth, 'YYYY-MM-DD'.
         """
         key = (first_name.strip().lower(), last_name.strip().lower(), _parse_date(date_of_birth))
-        found = self.db.lookup("patients", "name_dob", _name_dob_key, key)
-        if not found:
-            raise ValueError("no patient matches these details")
-        return found[0]
+        return self._find(
+            "patients", "name_dob", _name_dob_key, key, "no patient matches these details"
+        )
 
     @tool
     def find_patient_by_member_id(self, member_id: str, date_of_birth: str) -> str:
@@ -452,7 +430,7 @@ class HealthcareTools(DomainTools):
         Args:
             plan_id: The plan id from the patient's profile, such as 'CAS-HMO'.
         """
-        plan = self._get("plans", plan_id, "plan", "")
+        plan = self._record("plans", plan_id, "plan")
         return self._cached(("plan", plan_id), [], lambda: plan)
 
     @tool
@@ -709,17 +687,6 @@ class HealthcareTools(DomainTools):
         record["status"] = "appealed"
         record["appeal"] = {"reason": reason, "filed_on": TODAY}
         return _dumps({key: record[key] for key in _APPEALED_FIELDS})
-
-
-_VIEWS: weakref.WeakKeyDictionary[BaseTables, dict[Any, str]] = weakref.WeakKeyDictionary()
-
-
-def _views(base: BaseTables) -> dict[Any, str]:
-    """JSON texts of reads over unchanged base records, shared by every env of the process."""
-    views = _VIEWS.get(base)
-    if views is None:
-        views = _VIEWS[base] = {}
-    return views
 
 
 __all__ = ["HealthcareTools"]

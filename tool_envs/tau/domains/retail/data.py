@@ -26,10 +26,11 @@ types are in :mod:`.records`):
 
 from __future__ import annotations
 
-import functools
 import itertools
 import random
 from typing import Any
+
+from tool_envs.tau.datagen import SeedTables, new_id
 
 Tables = dict[str, dict[str, dict[str, Any]]]
 
@@ -191,24 +192,16 @@ def random_address(rng: random.Random) -> dict[str, str]:
     }
 
 
-def _new_id(rng: random.Random, taken: set[str], make: Any) -> str:
-    while True:
-        value = make(rng)
-        if value not in taken:
-            taken.add(value)
-            return value
-
-
 def _products(rng: random.Random, taken: set[str]) -> dict[str, dict[str, Any]]:
     products: dict[str, dict[str, Any]] = {}
     for name, (low, high), dimensions in _catalogue():
-        product_id = _new_id(rng, taken, lambda r: str(r.randint(10**9, 10**10 - 1)))
+        product_id = new_id(rng, taken, lambda r: str(r.randint(10**9, 10**10 - 1)))
         combos = list(itertools.product(*dimensions.values()))
         chosen = rng.sample(combos, min(len(combos), rng.randint(8, 20)))
         base = rng.uniform(low, high)
         variants: dict[str, dict[str, Any]] = {}
         for position, combo in enumerate(chosen):
-            item_id = _new_id(rng, taken, lambda r: str(r.randint(10**9, 10**10 - 1)))
+            item_id = new_id(rng, taken, lambda r: str(r.randint(10**9, 10**10 - 1)))
             variants[item_id] = {
                 "item_id": item_id,
                 "options": dict(zip(dimensions, combo, strict=True)),
@@ -224,7 +217,7 @@ def _payment_methods(rng: random.Random, taken: set[str]) -> dict[str, dict[str,
     methods: dict[str, dict[str, Any]] = {}
 
     def add(source: str, **fields: Any) -> None:
-        method_id = _new_id(rng, taken, lambda r: f"{source}_{r.randint(10**6, 10**7 - 1)}")
+        method_id = new_id(rng, taken, lambda r: f"{source}_{r.randint(10**6, 10**7 - 1)}")
         methods[method_id] = {"source": source, "id": method_id, **fields}
 
     for _ in range(rng.choice((1, 1, 1, 2))):
@@ -300,7 +293,7 @@ def _order(
         ],
     }
     if status not in ("pending", "cancelled"):
-        tracking = _new_id(rng, taken, lambda r: str(r.randint(10**11, 10**12 - 1)))
+        tracking = new_id(rng, taken, lambda r: str(r.randint(10**11, 10**12 - 1)))
         order["fulfillments"] = [
             {"tracking_id": [tracking], "item_ids": [item["item_id"] for item in items]}
         ]
@@ -339,17 +332,11 @@ def generate_tables(seed: int = 0) -> Tables:
     owners = user_ids + [rng.choice(user_ids) for _ in range(500)]
     orders: dict[str, dict[str, Any]] = {}
     for owner in owners:
-        order_id = _new_id(rng, taken, lambda r: f"#W{r.randint(10**6, 10**7 - 1)}")
+        order_id = new_id(rng, taken, lambda r: f"#W{r.randint(10**6, 10**7 - 1)}")
         orders[order_id] = _order(rng, order_id, users[owner], product_list, taken)
         users[owner]["orders"].append(order_id)
     return {"products": products, "users": users, "orders": orders}
 
 
-@functools.cache
-def load_tables() -> Tables:
-    """The retail database of the shipped env (seed 0), built once per process.
-
-    The result is shared: treat it as read-only (episodes change records through
-    :class:`tool_envs.tau.db.Database`, never these dicts).
-    """
-    return generate_tables(0)
+load_tables = SeedTables(generate_tables)
+"""The database of the shipped env (seed 0), built once per process; read-only."""

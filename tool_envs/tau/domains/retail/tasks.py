@@ -23,7 +23,7 @@ from pathlib import Path
 from tool_envs.tau.db import Record
 from tool_envs.tau.domains.retail.data import CANCEL_REASONS, load_tables, random_address
 from tool_envs.tau.domains.retail.tools import RetailTools
-from tool_envs.tau.drafts import Action, Draft, Finished, Identity, Part, TaskWriter, call
+from tool_envs.tau.drafts import Action, Draft, Identity, Part, TaskWriter, call
 from tool_envs.tau.taskgen import TaskContext, TaskSource
 from tool_envs.tau.tools import write_tool_names
 from tool_envs.tau.wording import Opening, and_join, money
@@ -828,17 +828,6 @@ def _authentication(rng: random.Random, user: Record) -> Identity:
     )
 
 
-def _finish(rng: random.Random, ctx: _Context, draft: Draft, category: str) -> Finished:
-    """The scenario, gold actions, outputs and tags of a draft."""
-    name = draft.subject["name"]
-    return _WRITER.finish(
-        draft,
-        category,
-        _authentication(rng, draft.subject),
-        persona=lambda: f"You are {name['first_name']} {name['last_name']}. {rng.choice(_TRAITS)}",
-    )
-
-
 TASKS = TaskSource(
     domain=DOMAIN_NAME,
     env_id=ENV_ID,
@@ -847,7 +836,7 @@ TASKS = TaskSource(
     load_tables=load_tables,
     weights=CATEGORY_WEIGHTS,
     categories=_CATEGORIES,
-    finish=_finish,
+    finish=_WRITER.named_finish(_authentication, _TRAITS),
     subject_of=lambda draft: draft.subject["user_id"],
 )
 """Retail's tasks; ``extra_info["tags"]`` names the write tools a task uses, ``multi_step``,

@@ -65,10 +65,7 @@ class RetailTools(DomainTools):
         Args:
             email: The user's email address, such as 'ana.ruiz1234@example.com'.
         """
-        found = self.db.lookup("users", "email", _email_key, email.strip().lower())
-        if not found:
-            raise ValueError("user not found")
-        return found[0]
+        return self._find("users", "email", _email_key, email.strip().lower(), "user not found")
 
     @tool
     def find_user_id_by_name_zip(self, first_name: str, last_name: str, zip: str) -> str:
@@ -81,10 +78,7 @@ class RetailTools(DomainTools):
             zip: The zip code of the user's address, such as '80212'.
         """
         key = (first_name.strip().lower(), last_name.strip().lower(), zip.strip())
-        found = self.db.lookup("users", "name_zip", _name_zip_key, key)
-        if not found:
-            raise ValueError("user not found")
-        return found[0]
+        return self._find("users", "name_zip", _name_zip_key, key, "user not found")
 
     @tool
     def get_user_details(self, user_id: str) -> str:

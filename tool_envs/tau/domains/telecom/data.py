@@ -43,9 +43,10 @@ types are in :mod:`.records`):
 
 from __future__ import annotations
 
-import functools
 import random
 from typing import Any
+
+from tool_envs.tau.datagen import SeedTables, new_id
 
 Tables = dict[str, dict[str, dict[str, Any]]]
 
@@ -170,19 +171,11 @@ def plans() -> dict[str, dict[str, Any]]:
     return table
 
 
-def _new_id(rng: random.Random, taken: set[str], make: Any) -> str:
-    while True:
-        value = make(rng)
-        if value not in taken:
-            taken.add(value)
-            return value
-
-
 def _payment_methods(rng: random.Random, taken: set[str]) -> dict[str, dict[str, Any]]:
     methods: dict[str, dict[str, Any]] = {}
 
     def add(kind: str, **fields: Any) -> None:
-        method_id = _new_id(rng, taken, lambda r: f"{kind}_{r.randint(10**5, 10**6 - 1)}")
+        method_id = new_id(rng, taken, lambda r: f"{kind}_{r.randint(10**5, 10**6 - 1)}")
         methods[method_id] = {"id": method_id, "type": kind, **fields}
 
     add("credit_card", brand=rng.choice(_CARD_BRANDS), last_four=f"{rng.randint(0, 9999):04d}")
@@ -202,8 +195,8 @@ def _customer(rng: random.Random, taken: set[str], name_dob: set[tuple[str, str]
         if (f"{first} {last}", dob) not in name_dob:
             break
     name_dob.add((f"{first} {last}", dob))
-    customer_id = _new_id(rng, taken, lambda r: f"C{r.randint(10**5, 10**6 - 1)}")
-    email = _new_id(
+    customer_id = new_id(rng, taken, lambda r: f"C{r.randint(10**5, 10**6 - 1)}")
+    email = new_id(
         rng, taken, lambda r: f"{first.lower()}.{last.lower()}{r.randint(1, 999)}@example.net"
     )
     city, state, zip_prefix, _ = rng.choice(_CITIES)
@@ -320,11 +313,11 @@ def generate_tables(seed: int = 0) -> Tables:
     for index in owners:
         customer = customers[index]
         area = customer["_area"] if rng.random() < 0.8 else rng.choice(_CITIES)[3]
-        phone = _new_id(
+        phone = new_id(
             rng, taken, lambda r, a=area: f"{a}-{r.randint(200, 999)}-{r.randint(0, 9999):04d}"
         )
-        line_id = _new_id(rng, taken, lambda r: f"L{r.randint(10**5, 10**6 - 1)}")
-        device_id = _new_id(rng, taken, lambda r: f"35{r.randint(10**12, 10**13 - 1)}")
+        line_id = new_id(rng, taken, lambda r: f"L{r.randint(10**5, 10**6 - 1)}")
+        device_id = new_id(rng, taken, lambda r: f"35{r.randint(10**12, 10**13 - 1)}")
         plan_id = rng.choices(plan_ids, weights=_PLAN_WEIGHTS)[0]
         plan = plan_table[plan_id]
         top_up = rng.choice((0,) * 10 + (1, 2, 3, 4, 5, 6, 8))
@@ -360,7 +353,7 @@ def generate_tables(seed: int = 0) -> Tables:
     for index, customer in enumerate(customers):
         late = rng.choice((1, 2)) if index in overdue else -1  # 1: May overdue, 2: April
         for number, period in enumerate(PERIODS):
-            bill_id = _new_id(rng, taken, lambda r: f"B{r.randint(10**6, 10**7 - 1)}")
+            bill_id = new_id(rng, taken, lambda r: f"B{r.randint(10**6, 10**7 - 1)}")
             year, month = period.split("-")
             items = _bill_items(rng, by_customer[customer["customer_id"]], plan_table)
             back = len(PERIODS) - 1 - number
@@ -395,11 +388,5 @@ def generate_tables(seed: int = 0) -> Tables:
     }
 
 
-@functools.cache
-def load_tables() -> Tables:
-    """The telecom database of the shipped env (seed 0), built once per process.
-
-    The result is shared: treat it as read-only (episodes change records through
-    :class:`tool_envs.tau.db.Database`, never these dicts).
-    """
-    return generate_tables(0)
+load_tables = SeedTables(generate_tables)
+"""The database of the shipped env (seed 0), built once per process; read-only."""

@@ -106,10 +106,7 @@ class TelecomTools(DomainTools, _Records):
             date_of_birth: Date of birth as YYYY-MM-DD, such as '1984-07-02'.
         """
         key = (" ".join(full_name.lower().split()), date_of_birth.strip())
-        found = self.db.lookup("customers", "name_dob", _name_dob_key, key)
-        if not found:
-            raise ValueError("customer not found")
-        return found[0]
+        return self._find("customers", "name_dob", _name_dob_key, key, "customer not found")
 
     # ----------------------------------------------------------------------- reads
 
