@@ -155,7 +155,9 @@ def train(
     main_process = trainer.accelerator.is_main_process
     if training_args.use_vllm and main_process:
         print(f"vLLM weight sync: {trainer.vllm_generation.weight_sync}", flush=True)
-    evaluator = HeldoutEvaluator(tokenizer, heldout) if main_process and heldout else None
+    # Held-out episodes run under the training episodes' budgets: a fixed short one cut every
+    # tau episode (about 1,400 completion tokens with a tiny tokenizer) and scored it 0.
+    evaluator = HeldoutEvaluator(tokenizer, heldout, config) if main_process and heldout else None
     unwrap = trainer.accelerator.unwrap_model
     before = evaluator.outcomes(unwrap(trainer.model), "the starting model") if evaluator else None
     trainer.train(resume_from_checkpoint=resume)

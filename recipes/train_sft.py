@@ -29,6 +29,12 @@ class GoldArguments(TaskArguments):
     eval_split: str = field(default="test", metadata={"help": "Split for greedy success checks."})
     eval_tasks: int = field(default=50, metadata={"help": "Held-out tasks per success check."})
     eval_every: int = field(default=20, metadata={"help": "Steps between success checks."})
+    eval_max_completion_length: int = field(
+        default=256, metadata={"help": "Token budget of a checked episode (env turns included)."}
+    )
+    eval_max_tokens_per_turn: int = field(
+        default=64, metadata={"help": "Token budget of each policy turn of a checked episode."}
+    )
     stop_at_success: float | None = field(
         default=None, metadata={"help": "Stop once greedy success reaches this (e.g. 0.3)."}
     )
@@ -60,8 +66,16 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
 
     resume = training_args.resume_from_checkpoint
     training_args.assistant_only_loss = False  # the masks are already in the rows
+    check_budget = RolloutConfig(
+        max_completion_length=gold_args.eval_max_completion_length,
+        max_tokens_per_turn=gold_args.eval_max_tokens_per_turn,
+    )
     success = EnvSuccessCallback(
-        tokenizer, held_out, every_steps=gold_args.eval_every, stop_at=gold_args.stop_at_success
+        tokenizer,
+        held_out,
+        every_steps=gold_args.eval_every,
+        stop_at=gold_args.stop_at_success,
+        config=check_budget,
     )
     trainer = SFTTrainer(
         model=model_args.model_name_or_path,
