@@ -135,6 +135,7 @@ LONGEST_FILES = (
     "test_eval.py",
     "test_backends_http.py",
     "test_async_vllm.py",
+    "test_tau_recipes.py",
     "test_env_server_ray.py",
     "test_trl_integration.py",
     "test_registry.py",

@@ -1,7 +1,9 @@
 """Our tau2 rewards equal tau2's own evaluator on EVERY official base task of every domain.
 
-For each task three episodes are played through the env with the scripted user: the gold
-actions, doing nothing, and the gold with one argument changed. Each finished episode is
+For each task two episodes are played through the env with the scripted user: the gold
+actions and the gold with one argument changed; every fourth task also plays doing nothing (a
+do-nothing episode fails the same checks on every task, and a tau2 grading costs about a second
+here). Each finished episode is
 exported as a tau2 ``SimulationRun`` and graded by tau2's ``evaluate_simulation``; the reward
 and every check (DB match, env assertions, action and communicate checks) must agree.
 Finally the shared base database must still hash as a freshly loaded one: no episode leaked a
@@ -57,12 +59,11 @@ def test_rewards_equal_tau2_on_every_base_task(domain: str, tau2_pool) -> None:
     env = ENVS[domain](split="base")
     rows = load_tau2_tasks(domain, "base")
     played, episodes = [], []
-    for row in rows:
-        for kind, turns in (
-            ("gold", env.gold_turns(row)),
-            ("empty", empty_turns()),
-            ("perturbed", perturbed_turns(env, row)),
-        ):
+    for number, row in enumerate(rows):
+        kinds = [("gold", env.gold_turns(row)), ("perturbed", perturbed_turns(env, row))]
+        if number % 4 == 0:
+            kinds.append(("empty", empty_turns()))
+        for kind, turns in kinds:
             played.append((row, kind, our_verdict(play(env, row, turns))))
             episodes.append(
                 (env.tau2_simulation().model_dump_json(), env.tau2_task.model_dump_json())
