@@ -194,10 +194,15 @@ def sft_stop_history(log_path: Path) -> list[tuple[int, float]]:
     return [(int(step), float(value)) for step, value in pattern.findall(text)]
 
 
+def sft_summary(folder: Path) -> dict[str, Any]:
+    """The SFT recipe's ``sft_summary.json`` (empty if it wrote none)."""
+    path = folder / "sft_summary.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
 def sft_reached(folder: Path) -> bool | None:
     """The SFT recipe's own verdict on its stop target (None: no summary written)."""
-    path = folder / "sft_summary.json"
-    return json.loads(path.read_text())["reached"] if path.is_file() else None
+    return sft_summary(folder).get("reached")
 
 
 def sft_log_tail(log_path: Path) -> str:
@@ -501,10 +506,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
         return 1
     history = sft_stop_history(logs / "sft.log")
+    sft_saved = sft_summary(sft.folder).get("saved")
     if history:
-        shown = ", ".join(f"step {step}: {value:.2f}" for step, value in history[-4:])
+        shown = ", ".join(f"step {step}: {value:.2f}" for step, value in history[-6:])
         print(
             f"SFT stopped after {history[-1][0]} steps; last greedy checks on its dev set: {shown}"
+        )
+    if sft_saved and sft_saved.get("success") is not None:
+        rewinds = len(sft_summary(sft.folder).get("rewinds", []))
+        print(
+            f"SFT stop: kept the weights of step {sft_saved['step']} ({sft_saved['updates']} "
+            f"updates), dev success {sft_saved['success']:.2f}; {rewinds} rewinds"
         )
 
     before, timings["eval SFT"] = evaluate_cached("sft", sft.folder, tasks, args.threads, evals)
@@ -576,6 +588,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "eval_tasks": count,
         "threads": args.threads,
         "sft_stop_checks": history,
+        "sft_saved": sft_saved,
         "rows": rows,
         "verdict": None if args.quick else passed,
         "timings_s": timings,

@@ -5,8 +5,11 @@
 Gold turns are played through each env by the rollout engine, so SFT trains on exactly the token
 layout GRPO uses later, with the loss on assistant tokens only. With ``stop_at_success`` training
 stops once greedy success on held-out tasks reaches it: a warm start for RL should stop
-mid-learning, or every GRPO group gets equal rewards and nothing is left to learn. A run that
-ends without reaching it still saves the model, but exits 1 saying so (and
+mid-learning, or every GRPO group gets equal rewards and nothing is left to learn. Success can
+jump by tens of points between checks, so near the target checks come every ``eval_every_near``
+steps, a check past ``stop_at_success + overshoot`` rewinds to the last check below it, and the
+saved model is the check nearest the target (``sft_summary.json``: ``saved``, every check). A
+run that ends without reaching it still saves the model, but exits 1 saying so (and
 ``sft_summary.json`` records it): GRPO from a near-zero policy learns nothing, silently.
 """
 
@@ -37,6 +40,34 @@ class GoldArguments(TaskArguments):
     )
     stop_at_success: float | None = field(
         default=None, metadata={"help": "Stop once greedy success reaches this (e.g. 0.3)."}
+    )
+    eval_every_near: int = field(
+        default=2,
+        metadata={
+            "help": "Steps between success checks once the last check is within near_margin "
+            "below stop_at_success (or heading there before the next check), and after a "
+            "rewind. 0: always eval_every."
+        },
+    )
+    near_margin: float = field(
+        default=0.1, metadata={"help": "How far below stop_at_success checks come more often."}
+    )
+    overshoot: float = field(
+        default=0.1,
+        metadata={
+            "help": "A check above stop_at_success + overshoot puts back the weights of the last "
+            "check below the target and training goes on from there (at most 3 times)."
+        },
+    )
+    target_snapshot: str = field(
+        default="auto",
+        metadata={
+            "help": "Where the weights of the last check below stop_at_success are kept, to "
+            "rewind an overshoot and to save the check nearest the target: 'memory', 'disk' "
+            "(OUTPUT_DIR/target-snapshot, removed at the end), 'auto' (memory up to 1 GiB of "
+            "trainable weights, else disk) or 'no' (save the last step's weights).",
+            "choices": ["auto", "memory", "disk", "no"],
+        },
     )
 
 
@@ -76,6 +107,10 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
         every_steps=gold_args.eval_every,
         stop_at=gold_args.stop_at_success,
         config=check_budget,
+        every_steps_near=gold_args.eval_every_near,
+        near_margin=gold_args.near_margin,
+        overshoot=gold_args.overshoot,
+        snapshot=None if gold_args.target_snapshot == "no" else gold_args.target_snapshot,
     )
     trainer = SFTTrainer(
         model=model_args.model_name_or_path,
@@ -94,6 +129,13 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
     tokenizer.save_pretrained(training_args.output_dir)
     print(f"saved to {training_args.output_dir}; greedy success checks: {success.history}")
     steps = trainer.state.global_step
+    if success.saved and success.saved["success"] is not None:
+        saved = success.saved
+        print(
+            f"saved weights: step {saved['step']} ({saved['updates']} updates), greedy success "
+            f"{saved['success']:.2f} (target {gold_args.stop_at_success}); "
+            f"rewinds: {len(success.rewinds)}"
+        )
     shortfall = success.shortfall(steps)
     success.write_summary(Path(training_args.output_dir, "sft_summary.json"), steps)
     if shortfall:

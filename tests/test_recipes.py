@@ -258,6 +258,10 @@ def test_sft_then_grpo_short_runs(tiny_model, calculator_tasks, tmp_path):
     summary = json.loads((sft_dir / "sft_summary.json").read_text())
     assert summary["reached"] is False and summary["steps"] == 2
     assert summary["stop_at_success"] == 0.3 and summary["checks"][0][0] == 2
+    # Short of the target nothing is put back: the saved weights are the last step's.
+    assert summary["saved"]["step"] == 2 and summary["rewinds"] == []
+    assert summary["overshoot"] == 0.05 and summary["every_steps_near"] == 2
+    assert not (sft_dir / "target-snapshot").exists()
     # The model is still saved (no work lost), for a user who wants it anyway.
     assert (sft_dir / "model.safetensors").exists() and (sft_dir / "tokenizer.json").exists()
 

@@ -1,6 +1,12 @@
-"""EnvSuccessCallback's account of an SFT warm start that missed its target."""
+"""EnvSuccessCallback: the account of an SFT warm start that missed its target, and the weights
+it keeps when success jumps past the target."""
+
+import json
+
+from transformers import TrainerCallback
 
 from tool_envs.integrations.trl.callbacks import EnvSuccessCallback
+from tool_envs.tiny_models import build_model
 
 
 def callback(stop_at, history):
@@ -30,3 +36,168 @@ def test_no_target_no_verdict():
 def test_a_target_never_checked_is_a_shortfall():
     success = callback(0.3, [])
     assert "best 0.00 at step 0" in success.shortfall(10)
+
+
+# ------------------------------------------------ landing near the target: a real Trainer and model
+# A real tiny model trains in a real Trainer; the checks are scripted by step, but a check scores
+# the weights the model holds: the evaluator finds which step's weights they are (a recorder
+# callback hashes them after every update), so a rewind or a restore that does not happen, or puts
+# back the wrong weights, changes what the checks and the saved model say.
+
+
+def weights_hash(model):
+    import hashlib
+
+    digest = hashlib.sha256()
+    for _, param in sorted(model.named_parameters()):
+        digest.update(param.detach().cpu().numpy().tobytes())
+    return digest.hexdigest()
+
+
+class Recorder(TrainerCallback):
+    """Remembers which step produced which weights (runs before the success callback)."""
+
+    def __init__(self):
+        self.step_of = {}
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        self.step_of.setdefault(weights_hash(model), 0)
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        self.step_of.setdefault(weights_hash(model), state.global_step)
+
+
+class ScriptedEvaluator:
+    """Success by the step whose weights the model holds: ``curve[step]``."""
+
+    def __init__(self, recorder, curve):
+        self.recorder, self.curve = recorder, curve
+        self.tasks = [{}] * 50
+        self.scored = []  # the step of the weights each check saw
+
+    def success(self, model):
+        step = self.recorder.step_of[weights_hash(model)]
+        self.scored.append(step)
+        return self.curve(step)
+
+
+class Vocabulary:
+    """What build_model reads of a tokenizer."""
+
+    eos_token_id, pad_token_id = 1, 0
+
+    def __len__(self):
+        return 32
+
+
+def train_with_checks(tmp_path, curve, max_steps=40, **options):
+    """Train a tiny Qwen2 with the callback; return (callback, evaluator, recorder, saved model)."""
+    from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+    sizes = {"hidden_size": 16, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1}
+    model = build_model(Vocabulary(), intermediate_size=32, **sizes)  # tied embeddings
+    rows = [{"input_ids": [i % 32, (i + 1) % 32, (i + 3) % 32] * 2} for i in range(64)]
+    rows = [{**row, "labels": row["input_ids"]} for row in rows]
+    recorder = Recorder()
+    evaluator = ScriptedEvaluator(recorder, curve)
+    options = {"every_steps": 4, "every_steps_near": 1, "stop_at": 0.3, **options}
+    success = EnvSuccessCallback(None, [], evaluator=evaluator, **options)
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "out"),
+        max_steps=max_steps,
+        per_device_train_batch_size=4,
+        learning_rate=1e-2,
+        lr_scheduler_type="constant",
+        use_cpu=True,
+        report_to=[],
+        save_strategy="no",
+        logging_strategy="no",
+        disable_tqdm=True,
+    )
+    trainer = Trainer(model=model, args=args, train_dataset=rows, callbacks=[recorder, success])
+    trainer.train()
+    trainer.save_model(str(tmp_path / "saved"))
+    saved = AutoModelForCausalLM.from_pretrained(str(tmp_path / "saved"))
+    return success, evaluator, recorder, saved
+
+
+def test_an_overshoot_rewinds_and_the_saved_model_is_the_check_nearest_the_target(tmp_path):
+    # Coarse checks every 4 steps see 0.02 at step 8, then 0.70 at step 12 (the Calculator jump).
+    def curve(step):
+        return {4: 0.0, 8: 0.02, 12: 0.70, 13: 0.10, 14: 0.28, 15: 0.36}.get(step, 0.9)
+
+    success, evaluator, recorder, saved = train_with_checks(tmp_path, curve)
+    # 12 overshot 0.3 + 0.1: back to step 8's weights, then a check every step from there.
+    assert success.history == [(4, 0.0), (8, 0.02), (12, 0.70), (13, 0.10), (14, 0.28), (15, 0.36)]
+    assert success.rewinds == [{"step": 12, "success": 0.70, "back_to": 8, "back_success": 0.02}]
+    # The check at step 13 scored step 8's weights plus one update: not those of step 12.
+    assert evaluator.scored == [4, 8, 12, 13, 14, 15]
+    # Stopped at 15 (0.36 >= 0.3); 0.28 at step 14 is nearer 0.3, and its weights are saved.
+    assert success.saved == {"step": 14, "success": 0.28, "updates": 10}
+    assert recorder.step_of[weights_hash(saved)] == 14
+    assert not (tmp_path / "out" / "target-snapshot").exists()
+    path = success.write_summary(tmp_path / "sft_summary.json", 15)
+    summary = json.loads(path.read_text())
+    assert summary["saved"] == {"step": 14, "success": 0.28, "updates": 10}
+    assert summary["checks"][-1] == [15, 0.36] and summary["reached"] is True
+    assert summary["rewinds"][0]["back_to"] == 8
+
+
+def test_a_disk_snapshot_puts_back_the_same_weights(tmp_path):
+    def curve(step):
+        return {4: 0.0, 8: 0.02, 12: 0.70, 13: 0.10, 14: 0.28, 15: 0.36}.get(step, 0.9)
+
+    success, _, recorder, saved = train_with_checks(tmp_path, curve, snapshot="disk")
+    assert success.saved["step"] == 14 and recorder.step_of[weights_hash(saved)] == 14
+    assert not (tmp_path / "out" / "target-snapshot").exists()  # removed at the end
+
+
+def test_checks_come_every_step_once_success_is_near_the_target(tmp_path):
+    def curve(step):
+        return {4: 0.0, 8: 0.22, 9: 0.26, 10: 0.33}.get(step, 0.9)
+
+    success, _, recorder, saved = train_with_checks(tmp_path, curve)
+    assert [step for step, _ in success.history] == [4, 8, 9, 10]
+    # 0.33 is nearer 0.3 than 0.26: the last step's weights stay.
+    assert success.saved == {"step": 10, "success": 0.33, "updates": 10}
+    assert recorder.step_of[weights_hash(saved)] == 10 and not success.rewinds
+
+
+def test_a_rising_trend_brings_the_fine_checks_before_the_margin(tmp_path):
+    # 0.02 -> 0.12 in 4 steps: by the next coarse check the line is past 0.3 - 0.1.
+    def curve(step):
+        return {4: 0.02, 8: 0.12, 9: 0.16, 10: 0.31}.get(step, 0.9)
+
+    success, *_ = train_with_checks(tmp_path, curve)
+    assert [step for step, _ in success.history] == [4, 8, 9, 10]
+
+
+def test_a_check_just_past_the_target_loses_to_a_nearer_one_below(tmp_path):
+    def curve(step):
+        return {4: 0.0, 8: 0.22, 9: 0.29, 10: 0.38}.get(step, 0.9)
+
+    success, _, recorder, saved = train_with_checks(tmp_path, curve)
+    assert not success.rewinds  # 0.38 is within the overshoot bound 0.4
+    assert success.saved["step"] == 9 and recorder.step_of[weights_hash(saved)] == 9
+
+
+def test_without_a_snapshot_the_last_step_is_saved_as_before(tmp_path):
+    def curve(step):
+        return {4: 0.0, 8: 0.02, 12: 0.70}.get(step, 0.9)
+
+    success, _, recorder, saved = train_with_checks(tmp_path, curve, snapshot=None)
+    assert success.history[-1] == (12, 0.70) and not success.rewinds
+    assert success.saved == {"step": 12, "success": 0.70, "updates": 12}
+    assert recorder.step_of[weights_hash(saved)] == 12
+
+
+def test_rewinds_are_bounded(tmp_path):
+    # Every check past the first overshoots: three rewinds, then the nearest check is kept.
+    def curve(step):
+        return 0.0 if step == 4 else 0.9
+
+    success, _, recorder, saved = train_with_checks(tmp_path, curve, max_rewinds=3)
+    assert [r["step"] for r in success.rewinds] == [8, 9, 10]
+    assert success.history[-1] == (11, 0.9)
+    # 0.0 (step 4's weights, put back) is nearer 0.3 than 0.9.
+    assert success.saved["step"] == 4 and recorder.step_of[weights_hash(saved)] == 4
