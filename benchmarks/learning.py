@@ -1,6 +1,7 @@
 """Does GRPO through our rollout function and recipes actually teach? Three arms on held-out tasks.
 
-    python benchmarks/learning.py [--seed 0] [--grpo-steps 300] [--eval-tasks 200] [--quick]
+    python benchmarks/learning.py [--family calculator|tau-retail] [--seed 0] [--grpo-steps 300]
+                                  [--eval-tasks 200] [--quick]
 
 Goal (from the issue): on one of our own envs (``tool_envs/Calculator-v0``, single-operation
 tasks), through our own recipes (``recipes/train_sft.py``, ``recipes/train_grpo.py``, run as
@@ -24,6 +25,11 @@ test on the paired per-task outcomes, p < 0.01. The training curves (per-step
 ``env/success_rate`` of the sampled rollouts, from each arm's ``metrics.jsonl``) are printed and
 drawn to ``learning_curves.png``. A seed whose SFT never reaches its target is a FAIL.
 
+``--family tau-retail`` runs the same arms on ``tool_envs/TauRetail-v0`` cancellations with the
+scripted user (``recipes/configs/tau_retail_cpu_*.yaml``; 1,500 training tasks, compact prompt,
+held-out customers whose accounts and orders no training task uses); its goal adds a treated
+gain of at least 10 points over its own SFT start.
+
 Not part of CI: ~10-13 minutes a seed on 2 CPU cores (the arms run at once). ``--quick`` is
 a smoke run of the plumbing (a few steps; no verdict). ``--reuse`` skips stages whose output
 folder already holds the same command's finished result. ``--sft-args``, ``--grpo-args`` (with
@@ -42,7 +48,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import MappingProxyType
@@ -51,11 +57,7 @@ from typing import Any, NamedTuple
 from tool_envs.eval.heldout import discordant, greedy_outcomes, mcnemar_exact
 
 REPO = Path(__file__).resolve().parents[1]
-SFT_CONFIG = REPO / "recipes/configs/calculator_cpu_sft.yaml"
-GRPO_CONFIG = REPO / "recipes/configs/calculator_cpu_grpo.yaml"
-ENV_ID = "tool_envs/Calculator-v0"
 TASK_SEED = 0  # the task set's draw: fixed, so every seed and arm sees the same tasks
-TRAIN_TASKS, DEV_TASKS = 8000, 100  # as `tool-envs calculator-tasks` writes for `make demo`
 ALPHA = 0.01
 PLACEBO_SEED_VARIABLE = "TOOL_ENVS_PLACEBO_SEED"
 ARMS = ("treated", "zero-lr", "placebo")
@@ -93,22 +95,85 @@ def smooth(values: Sequence[float], window: int) -> list[float]:
     return out
 
 
+# ---------------------------------------------------------------------------- families
+
+
+class Family(NamedTuple):
+    """What differs between the envs the benchmark trains on: configs, tasks, budgets, goal.
+
+    ``min_gain``: the treated arm's least held-out gain over its own SFT start (0: none asked).
+    """
+
+    env_id: str
+    sft_config: Path
+    grpo_config: Path
+    tiny_flags: tuple[str, ...]
+    sizes: Mapping[str, int]
+    write_tasks: Callable[[Path, Mapping[str, int]], Path]
+    max_completion_length: int
+    max_tokens_per_turn: int
+    min_gain: float
+
+
+def _calculator_tasks(folder: Path, sizes: Mapping[str, int]) -> Path:
+    """The demo's task set (``tool-envs calculator-tasks --difficulty 1``): SFT reads the first
+    2,000 training tasks, GRPO all 8,000; no expression is in two splits."""
+    from tool_envs.calculator.task_set import write_task_set
+
+    return write_task_set(folder, sizes, difficulty=1, seed=TASK_SEED)
+
+
+def _retail_tasks(folder: Path, sizes: Mapping[str, int]) -> Path:
+    """Retail cancellations with the compact prompt (``tool-envs tau-tasks --category cancel
+    --prompt compact``); the held-out customers' accounts and orders are in no other split."""
+    from tool_envs.tau.task_set import write_task_set
+
+    return write_task_set(
+        folder,
+        "retail",
+        sizes,
+        categories=["cancel"],
+        heldout_splits=["heldout"],
+        prompt="compact",
+        seed=TASK_SEED,
+    )
+
+
+FAMILIES = {
+    "calculator": Family(
+        env_id="tool_envs/Calculator-v0",
+        sft_config=REPO / "recipes/configs/calculator_cpu_sft.yaml",
+        grpo_config=REPO / "recipes/configs/calculator_cpu_grpo.yaml",
+        tiny_flags=(),
+        sizes=MappingProxyType({"train": 8000, "test": 100}),
+        write_tasks=_calculator_tasks,
+        max_completion_length=256,  # the SFT stop check's budgets
+        max_tokens_per_turn=64,
+        min_gain=0.0,
+    ),
+    "tau-retail": Family(
+        env_id="tool_envs/TauRetail-v0",
+        sft_config=REPO / "recipes/configs/tau_retail_cpu_sft.yaml",
+        grpo_config=REPO / "recipes/configs/tau_retail_cpu_grpo.yaml",
+        tiny_flags=("--vocab-size", "2048"),
+        sizes=MappingProxyType({"train": 1500, "test": 100}),  # ~1,800 distinct cancellations
+        write_tasks=_retail_tasks,
+        max_completion_length=3072,  # the configs' episode budgets
+        max_tokens_per_turn=96,
+        min_gain=0.10,
+    ),
+}
+
+
 # ---------------------------------------------------------------------------- tasks
 
 
-def heldout_tasks(out: Path, count: int) -> list[dict[str, Any]]:
-    """Write the demo's task set (``tool-envs calculator-tasks --difficulty 1``) to OUT/tasks;
-    return its held-out split.
-
-    8,000 training tasks (SFT reads the first 2,000, GRPO all), 100 for the SFT stop check and
-    ``count`` for the evaluation; no expression is in two splits, so the held-out tasks are
-    unseen by training and by the stop check alike.
-    """
-    from tool_envs.calculator.task_set import write_task_set
+def heldout_tasks(family: Family, out: Path, count: int) -> list[dict[str, Any]]:
+    """Write the family's task set to OUT/tasks (with ``count`` held-out tasks); return the
+    held-out split, which no training task and no SFT stop check uses."""
     from tool_envs.data import load_tasks
 
-    sizes = {"train": TRAIN_TASKS, "test": DEV_TASKS, "heldout": count}
-    folder = write_task_set(out / "tasks", sizes, difficulty=1, seed=TASK_SEED)
+    folder = family.write_tasks(out / "tasks", {**family.sizes, "heldout": count})
     return load_tasks(folder, split="heldout")
 
 
@@ -214,20 +279,33 @@ def sft_log_tail(log_path: Path) -> str:
 # ---------------------------------------------------------------------------- evaluation
 
 
-def evaluate(model_dir: Path, tasks: Sequence[Mapping[str, Any]], threads: int) -> list[int]:
+def evaluate(
+    family: Family, model_dir: Path, tasks: Sequence[Mapping[str, Any]], threads: int
+) -> list[int]:
     """Per-task greedy success (0/1) of a saved model, in task order: paired across arms."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tool_envs.rollout import RolloutConfig
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    return greedy_outcomes(model, tokenizer, tasks)
+    config = RolloutConfig(
+        max_completion_length=family.max_completion_length,
+        max_tokens_per_turn=family.max_tokens_per_turn,
+    )
+    return greedy_outcomes(model, tokenizer, tasks, config)
 
 
 def evaluate_cached(
-    name: str, model_dir: Path, tasks: Sequence[Mapping[str, Any]], threads: int, folder: Path
+    family: Family,
+    name: str,
+    model_dir: Path,
+    tasks: Sequence[Mapping[str, Any]],
+    threads: int,
+    folder: Path,
 ) -> tuple[list[int], float]:
     """Evaluate once per model: the outcome file is tied to the model's stage marker."""
     path = folder / f"{name}.json"
@@ -239,7 +317,7 @@ def evaluate_cached(
         if saved["model_stage"] == key and saved["task_ids"] == task_ids and key is not None:
             return saved["success"], saved["seconds"]
     start = time.perf_counter()
-    success = evaluate(model_dir, tasks, threads)
+    success = evaluate(family, model_dir, tasks, threads)
     seconds = time.perf_counter() - start
     record = {"model_stage": key, "task_ids": task_ids, "success": success, "seconds": seconds}
     path.write_text(json.dumps(record))
@@ -353,6 +431,13 @@ def plot(
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seed", type=int, default=0, help="model init, SFT, GRPO, placebo")
+    parser.add_argument(
+        "--family",
+        choices=sorted(FAMILIES),
+        default="calculator",
+        help="calculator: Calculator-v0, one operation; tau-retail: TauRetail-v0 cancellations "
+        "with the scripted user (ask, look up, confirm, cancel, report), held-out customers",
+    )
     parser.add_argument("--grpo-steps", type=int, default=300)
     parser.add_argument("--eval-tasks", type=int, default=200, help="held-out tasks per eval")
     parser.add_argument("--out", type=Path, default=Path("outputs/learning"))
@@ -396,11 +481,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def stages(args: argparse.Namespace, out: Path) -> tuple[Stage, Stage, dict[str, Stage]]:
+def stages(
+    args: argparse.Namespace, family: Family, out: Path
+) -> tuple[Stage, Stage, dict[str, Stage]]:
     """The tiny-model, SFT and GRPO-arm subprocesses, with every setting on the command line."""
     python = sys.executable
     model_dir, sft_dir = out / "tiny-model", out / "sft"
-    tiny_flags = ["--env", ENV_ID, "--out", str(model_dir), "--layers", "4", "--hidden", "128"]
+    tiny_flags = ["--env", family.env_id, "--out", str(model_dir), "--layers", "4"]
+    tiny_flags += ["--hidden", "128", *family.tiny_flags]
     tiny = Stage(
         "tiny-model",
         [python, "-m", "tool_envs.cli", "tiny-model", *tiny_flags, "--seed", str(args.seed)],
@@ -416,7 +504,9 @@ def stages(args: argparse.Namespace, out: Path) -> tuple[Stage, Stage, dict[str,
         sft_flags += ["--max_steps", "10", "--eval_every", "5", "--eval_tasks", "10"]
         sft_flags += ["--stop_at_success", "0"]
     sft = Stage(
-        "sft", [python, "recipes/train_sft.py", "--config", str(SFT_CONFIG), *sft_flags], sft_dir
+        "sft",
+        [python, "recipes/train_sft.py", "--config", str(family.sft_config), *sft_flags],
+        sft_dir,
     )
     steps = grpo_steps(args)
     arm_flags = {
@@ -433,7 +523,7 @@ def stages(args: argparse.Namespace, out: Path) -> tuple[Stage, Stage, dict[str,
         flags += [*shlex.split(args.grpo_args), *arm_flags[arm]]
         arms[arm] = Stage(
             folder.name,
-            [python, "recipes/train_grpo.py", "--config", str(GRPO_CONFIG), *flags],
+            [python, "recipes/train_grpo.py", "--config", str(family.grpo_config), *flags],
             folder,
             {PLACEBO_SEED_VARIABLE: str(args.seed)} if arm == "placebo" else {},
         )
@@ -487,11 +577,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     timings: dict[str, float] = {}
 
     start = time.perf_counter()
-    tasks = heldout_tasks(out, 20 if args.quick else args.eval_tasks)
+    family = FAMILIES[args.family]
+    tasks = heldout_tasks(family, out, 20 if args.quick else args.eval_tasks)
     count = len(tasks)
     timings["task set"] = time.perf_counter() - start
-    print(f"task set (seed {TASK_SEED}): {TRAIN_TASKS} train, {DEV_TASKS} test, {count} held-out")
-    tiny, sft, arms = stages(args, out)
+    shown = ", ".join(f"{count} {split}" for split, count in family.sizes.items())
+    print(f"{args.family} task set (seed {TASK_SEED}): {shown}, {count} held-out")
+    tiny, sft, arms = stages(args, family, out)
     timings["tiny model"], reused = run_stage(tiny, args.threads, args.reuse, logs)
     try:
         timings["SFT"], reused = run_stage(sft, args.threads, args.reuse and reused, logs)
@@ -519,7 +611,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"updates), dev success {sft_saved['success']:.2f}; {rewinds} rewinds"
         )
 
-    before, timings["eval SFT"] = evaluate_cached("sft", sft.folder, tasks, args.threads, evals)
+    before, timings["eval SFT"] = evaluate_cached(
+        family, "sft", sft.folder, tasks, args.threads, evals
+    )
     print(f"before GRPO: held-out greedy success {sum(before)}/{count}", flush=True)
     after: dict[str, list[int]] = {}
     start = time.perf_counter()
@@ -533,7 +627,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     timings["GRPO arms (wall)"] = time.perf_counter() - start
     for arm, stage in arms.items():
         after[arm], timings[f"eval {arm}"] = evaluate_cached(
-            stage.folder.name, stage.folder, tasks, args.threads, evals
+            family, stage.folder.name, stage.folder, tasks, args.threads, evals
         )
         print(f"{arm}: held-out greedy success {sum(after[arm])}/{count}", flush=True)
     if "zero-lr" not in arms and "treated" in arms and not args.quick:
@@ -561,11 +655,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         identical = same_weights(sft.folder, arms["zero-lr"].folder)
         print(f"zero-LR final weights bit-identical to the SFT checkpoint: {identical}")
     verdicts = [row["passed"] for row in rows if row["passed"] is not None]
-    passed = len(verdicts) == len(ARMS) - 1 and all(verdicts)
+    gain = (sum(after["treated"]) - sum(before)) / count if "treated" in after else 0.0
+    passed = len(verdicts) == len(ARMS) - 1 and all(verdicts) and gain >= family.min_gain
     if args.quick:
         print("quick run: plumbing only, no verdict")
     else:
-        print(f"VERDICT: {'PASS' if passed else 'FAIL'} (treated beats both controls, p < {ALPHA})")
+        goal = f"treated beats both controls, p < {ALPHA}"
+        if family.min_gain:
+            goal += f", and gains >= {family.min_gain:.0%} over its SFT start (gained {gain:+.1%})"
+        print(f"VERDICT: {'PASS' if passed else 'FAIL'} ({goal})")
 
     curves = {arm: read_curve(stage.folder / "metrics.jsonl") for arm, stage in arms.items()}
     window = max(1, min(10, steps // 5))
@@ -583,6 +681,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, seconds in timings.items():
         print(f"  {name:16} {seconds:7.1f} s")
     summary = {
+        "family": args.family,
         "seed": args.seed,
         "grpo_steps": steps,
         "eval_tasks": count,

@@ -238,7 +238,11 @@ class TaskSource(Generic[C]):
         while len(drawn) < quota:
             attempts += 1
             if attempts > self.attempts_per_task * (quota + 1):
-                raise RuntimeError(f"cannot generate enough '{category}' tasks")
+                raise RuntimeError(
+                    f"cannot generate {quota} distinct '{category}' tasks for one split: "
+                    f"{len(drawn)} found in {attempts - 1} draws; ask for fewer tasks or more "
+                    "categories"
+                )
             draft = self.categories[category](rng, ctx)
             if draft is not None and in_pool is not None and not in_pool(self.subject_of(draft)):
                 continue
