@@ -11,7 +11,9 @@
    the default (each session's steps in its own thread) and ``--inline-steps`` (steps on the
    server's event loop, the setting for short pure-Python steps). The env is
    Calculator wrapped in :class:`BurningEnv`, which spins in pure Python for ``burn_ms`` before
-   each step (a stand-in for an env whose step does ~5 ms of Python work). Goal: >= 1.6x at 5 ms.
+   each step (a stand-in for an env whose step does ~5 ms of Python work), served by
+   ``tool-envs serve env_server:bench/BurningCalculator-v0``. Goal: >= 1.6x at 5 ms. Each arm
+   also reports the CPU ms per episode of this process and of the servers (``/proc``).
    The same comparison at smaller step costs finds the break-even below which in-process wins.
 3. ray: episodes/s of CodeExec-v0 (its shipped tasks, the gold policy: no model, so the env is
    all the work) played by 8 threads in-process, against 1 and 2 env servers started as Ray
@@ -179,8 +181,8 @@ def burning_tasks(burn_ms: float, count: int = 32) -> list[tuple[dict, list[str]
 class Trial(NamedTuple):
     """One arm's timed trial: episodes/s, and CPU milliseconds per episode spent by this
     process (the client, or the in-process envs) and by the server processes. CPU per episode
-    does not depend on how busy the machine is, so it shows what a change saves even when the
-    machine is shared; 2 cores give at most 2 x in-process CPU / served CPU of speed-up."""
+    moves far less than episodes/s with the machine's load, so it shows what a change saves even
+    when the machine is shared; 2 cores give at most 2 x in-process CPU / served CPU of speed-up."""
 
     eps: float
     client_cpu_ms: float
