@@ -11,7 +11,9 @@
    the default (each session's steps in its own thread) and ``--inline-steps`` (steps on the
    server's event loop, the setting for short pure-Python steps). The env is
    Calculator wrapped in :class:`BurningEnv`, which spins in pure Python for ``burn_ms`` before
-   each step (a stand-in for an env whose step does ~5 ms of Python work). Goal: >= 1.6x at 5 ms.
+   each step (a stand-in for an env whose step does ~5 ms of Python work), served by
+   ``tool-envs serve env_server:bench/BurningCalculator-v0``. Goal: >= 1.6x at 5 ms. Each arm
+   also reports the CPU ms per episode of this process and of the servers (``/proc``).
    The same comparison at smaller step costs finds the break-even below which in-process wins.
 3. ray: episodes/s of CodeExec-v0 (its shipped tasks, the gold policy: no model, so the env is
    all the work) played by 8 threads in-process, against 1 and 2 env servers started as Ray
@@ -28,13 +30,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import multiprocessing
+import os
 import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 
@@ -73,37 +75,31 @@ if BURNING not in gym.registry:
 # ------------------------------------------------------------------ servers
 
 
-def _serve_burning(ready: Any, stop: Any, inline_steps: bool) -> None:
-    from tool_envs.serve import EnvServer, ServeConfig
-
-    with EnvServer(ServeConfig(BURNING, max_sessions=256, inline_steps=inline_steps)) as server:
-        ready.put(server.url)
-        stop.wait()
-
-
 class BurningServers:
-    """Server processes for the burning env (it is registered by this module, so the servers
-    are this module's children, not ``tool-envs serve``)."""
+    """``tool-envs serve`` processes of the burning env, exactly as a user would start them
+    (``module:EnvId``: the server imports this module, which registers the env)."""
 
     def __init__(self, count: int, inline_steps: bool = False):
-        context = multiprocessing.get_context("spawn")
-        self._stop = context.Event()
-        ready = context.Queue()
-        self.processes = [
-            context.Process(target=_serve_burning, args=(ready, self._stop, inline_steps))
-            for _ in range(count)
-        ]
-        for process in self.processes:
-            process.start()
-        self.urls = [ready.get(timeout=120) for _ in self.processes]
+        path = os.pathsep.join(
+            filter(None, [str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH")])
+        )
+        args = ["--max-sessions", "256", *(["--inline-steps"] if inline_steps else [])]
+        self.processes: list[EnvServerProcess] = []
+        try:
+            for _ in range(count):
+                self.processes.append(
+                    EnvServerProcess(
+                        f"env_server:{BURNING}", args=args, env={"PYTHONPATH": path}, cwd=ROOT
+                    )
+                )
+        except BaseException:
+            self.stop()
+            raise
+        self.urls = [process.url for process in self.processes]
 
     def stop(self) -> None:
-        self._stop.set()
         for process in self.processes:
-            process.join(timeout=30)
-            if process.is_alive():
-                process.terminate()
-                process.join(timeout=10)
+            process.stop()
 
 
 # ------------------------------------------------------------------ 1. latency
@@ -182,12 +178,30 @@ def burning_tasks(burn_ms: float, count: int = 32) -> list[tuple[dict, list[str]
     return rows
 
 
+class Trial(NamedTuple):
+    """One arm's timed trial: episodes/s, and CPU milliseconds per episode spent by this
+    process (the client, or the in-process envs) and by the server processes. CPU per episode
+    moves far less than episodes/s with the machine's load, so it shows what a change saves even
+    when the machine is shared; 2 cores give at most 2 x in-process CPU / served CPU of speed-up."""
+
+    eps: float
+    client_cpu_ms: float
+    server_cpu_ms: float
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process, all its threads (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def episodes_per_second(
     make_env: Callable[[], gym.Env],
     tasks: list[tuple[dict, list[str]]],
     threads: int,
     seconds: float,
-) -> float:
+    server_pids: Sequence[int] = (),
+) -> Trial:
     """Threads play episodes until ``seconds`` pass; finished episodes / wall time."""
     done = [0] * threads
     envs = [make_env() for _ in range(threads)]
@@ -206,6 +220,7 @@ def episodes_per_second(
 
     for env in envs:  # sessions open (remote) before the clock starts
         env.reset(options={"task": tasks[0][0]})
+    client_cpu, server_cpu = time.process_time(), sum(map(cpu_seconds, server_pids))
     start = time.perf_counter()
     deadline = start + seconds
     workers = [threading.Thread(target=play, args=(i,)) for i in range(threads)]
@@ -214,46 +229,63 @@ def episodes_per_second(
     for worker in workers:
         worker.join()
     elapsed = time.perf_counter() - start
+    client_cpu = time.process_time() - client_cpu
+    server_cpu = sum(map(cpu_seconds, server_pids)) - server_cpu
     for env in envs:
         env.close()
-    return sum(done) / elapsed
+    episodes = max(sum(done), 1)
+    return Trial(episodes / elapsed, 1000 * client_cpu / episodes, 1000 * server_cpu / episodes)
 
 
 def scaling(
     burns: Sequence[float], threads: int, seconds: float, repeats: int
 ) -> list[dict[str, Any]]:
-    """Per step cost: median episodes/s of each arm over ``repeats``, the arms alternating (the
-    machine is shared: its load moves every arm alike). ``ratio`` is the better served arm's."""
+    """Per step cost: median episodes/s (and CPU ms per episode) of each arm over ``repeats``,
+    the arms alternating (the machine is shared: its load moves every arm alike). ``ratio`` is
+    the better served arm's."""
     threaded, inline = BurningServers(2), BurningServers(2, inline_steps=True)
     rows = []
     try:
         for burn in burns:
             tasks = burning_tasks(burn)
-            runs: dict[str, list[float]] = {"local": [], "threaded": [], "inline": []}
+            runs: dict[str, list[Trial]] = {"local": [], "threaded": [], "inline": []}
             for _ in range(repeats):
                 runs["local"].append(
                     episodes_per_second(lambda: gym.make(BURNING), tasks, threads, seconds)
                 )
                 for arm, servers in (("threaded", threaded), ("inline", inline)):
                     pool = EnvServerPool(servers.urls)  # shared: sessions spread by load
+                    pids = [process.pid for process in servers.processes]
                     runs[arm].append(
-                        episodes_per_second(lambda: RemoteEnv(pool), tasks, threads, seconds)  # noqa: B023
+                        episodes_per_second(lambda: RemoteEnv(pool), tasks, threads, seconds, pids)  # noqa: B023
                     )
-            local, remote, fast = (statistics.median(runs[arm]) for arm in runs)
+            median = {
+                arm: Trial(*(statistics.median(column) for column in zip(*trials, strict=True)))
+                for arm, trials in runs.items()
+            }
+            local, remote, fast = median["local"], median["threaded"], median["inline"]
             rows.append(
                 {
                     "burn_ms": burn,
-                    "local_eps": local,
-                    "remote_eps": remote,
-                    "inline_eps": fast,
-                    "ratio_threaded": remote / local,
-                    "ratio": max(remote, fast) / local,
+                    "local_eps": local.eps,
+                    "remote_eps": remote.eps,
+                    "inline_eps": fast.eps,
+                    "ratio_threaded": remote.eps / local.eps,
+                    "ratio": max(remote.eps, fast.eps) / local.eps,
+                    "local_cpu_ms": local.client_cpu_ms,
+                    "threaded_client_cpu_ms": remote.client_cpu_ms,
+                    "threaded_server_cpu_ms": remote.server_cpu_ms,
+                    "inline_client_cpu_ms": fast.client_cpu_ms,
+                    "inline_server_cpu_ms": fast.server_cpu_ms,
                 }
             )
             print(
-                f"  step burns {burn:5.2f} ms: in-process {local:7.1f} ep/s, 2 servers "
-                f"{remote:7.1f} ep/s ({remote / local:4.2f}x), inline steps {fast:7.1f} ep/s "
-                f"({fast / local:4.2f}x)",
+                f"  step burns {burn:5.2f} ms: in-process {local.eps:7.1f} ep/s, 2 servers "
+                f"{remote.eps:7.1f} ep/s ({remote.eps / local.eps:4.2f}x), inline steps "
+                f"{fast.eps:7.1f} ep/s ({fast.eps / local.eps:4.2f}x)\n"
+                f"      CPU ms/episode: in-process {local.client_cpu_ms:6.2f}; threaded "
+                f"{remote.client_cpu_ms:5.2f} client + {remote.server_cpu_ms:6.2f} servers; "
+                f"inline {fast.client_cpu_ms:5.2f} + {fast.server_cpu_ms:6.2f}",
                 flush=True,
             )
     finally:
@@ -305,7 +337,7 @@ def ray_scaling(threads: int, seconds: float, repeats: int) -> list[dict[str, An
             for _ in range(repeats):
                 two_pool = EnvServerPool(two)  # shared: sessions spread by load
                 for arm, make_env in arms.items():
-                    runs[arm].append(episodes_per_second(make_env, tasks, threads, seconds))
+                    runs[arm].append(episodes_per_second(make_env, tasks, threads, seconds).eps)
     finally:
         ray.shutdown()
     base = statistics.median(runs["in-process"])
@@ -363,6 +395,13 @@ def latency_and_scaling(
     at_5 = next(r for r in sweep if r["burn_ms"] == 5.0)
     even = break_even(sweep)
     print(f"  break-even step cost: {'n/a' if even is None else f'{even:.2f} ms'}")
+    for mode in ("threaded", "inline"):
+        served = at_5[f"{mode}_client_cpu_ms"] + at_5[f"{mode}_server_cpu_ms"]
+        print(
+            f"  CPU per episode at 5 ms, {mode}: {served:.2f} ms served vs "
+            f"{at_5['local_cpu_ms']:.2f} in-process; 2 cores allow at most "
+            f"{2 * at_5['local_cpu_ms'] / served:.2f}x"
+        )
     worst_added = max(r["added_median_ms"] for r in latencies)
     print("\ngoals:")
     print(

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import fastjsonschema
 import jsonschema
+import pydantic_core
 from transformers.utils import get_json_schema
 from transformers.utils.chat_template_utils import (
     DocstringParsingException,
@@ -218,8 +219,15 @@ class Toolset:
 
     @property
     def schemas(self) -> list[dict[str, Any]]:
-        """OpenAI function schemas, ready for ``apply_chat_template(tools=...)`` (fresh copies)."""
-        return [json.loads(json.dumps(t.schema)) for t in self._tools.values()]
+        """OpenAI function schemas, ready for ``apply_chat_template(tools=...)`` (fresh copies).
+
+        Copied through JSON by pydantic-core (a third of the stdlib round trip's time: every
+        reset of a served env pays it); the stdlib takes what it refuses (a lone surrogate)."""
+        schemas = [t.schema for t in self._tools.values()]
+        try:
+            return pydantic_core.from_json(pydantic_core.to_json(schemas))
+        except ValueError:
+            return json.loads(json.dumps(schemas))
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

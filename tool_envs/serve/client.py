@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
-import json
 import os
 import threading
 from collections.abc import Sequence
@@ -14,7 +13,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.error import InvalidAction, ResetNeeded
 
-from tool_envs.core.messages import Message
+from tool_envs.core.messages import Message, copy_json
 from tool_envs.core.outcome import void_info
 from tool_envs.core.spaces import AssistantTurn, ChatMessages
 from tool_envs.errors import (
@@ -114,11 +113,11 @@ class RemoteEnv(gym.Env[list[Message], Any]):
     @property
     def messages(self) -> list[Message]:
         """The whole conversation so far (a copy)."""
-        return copy.deepcopy(self._messages)
+        return copy_json(self._messages)
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        return copy.deepcopy(self._tools)
+        return copy_json(self._tools)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -141,7 +140,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
                 failures[url or "?"] = str(exc)
                 self._drop_session()
         observation = answer["observation"]
-        self._messages = copy.deepcopy(observation["messages"])
+        self._messages = copy_json(observation["messages"])
         self._tools = observation["tools"] or []
         self._last_info = observation["info"]
         self._needs_reset = False
@@ -168,7 +167,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         observation = answer["observation"]
         if observation.get("assistant_message") is not None:
             self._messages.append(observation["assistant_message"])
-        self._messages.extend(copy.deepcopy(observation["messages"]))
+        self._messages.extend(copy_json(observation["messages"]))
         terminated, truncated = bool(observation["terminated"]), bool(observation["truncated"])
         if terminated or truncated:
             self._needs_reset = True
@@ -248,7 +247,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
             url = self.url
             self._drop_session()
             raise _ServerGone(f"{url} dropped the session ({type(exc).__name__}: {exc})") from exc
-        reply = json.loads(raw)
+        reply = protocol.loads(raw)
         if reply.get("type") == "error":
             error = reply.get("data") or {}
             code = str(error.get("code"))

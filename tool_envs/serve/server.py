@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import hmac
 import ipaddress
 import json
@@ -259,7 +260,7 @@ def _exception_data(exc: BaseException) -> dict[str, Any]:
 async def handle_frame(session: Session, raw: str) -> tuple[str | None, bool]:
     """The reply to one client frame, and whether the session should end."""
     try:
-        message = json.loads(raw)
+        message = protocol.loads(raw)
     except (json.JSONDecodeError, RecursionError) as exc:
         return protocol.error_frame(protocol.INVALID_JSON, f"Invalid JSON: {exc}"), False
     if not isinstance(message, dict):
@@ -603,6 +604,10 @@ def serve(config: ServeConfig) -> None:
         raise MissingDependencyError("uvicorn", "serve", "tool-envs serve") from exc
     # A bad --env-kwargs fails here, once, rather than in every session.
     gym.make(config.env_id, **dict(config.env_kwargs)).close()
+    # Everything imported so far (an env may pull in transformers and torch: 200k+ objects)
+    # lives as long as the server: out of the collector's sight, a full collection scans only
+    # what sessions made, instead of stalling every session for ~0.1 s.
+    gc.freeze()
     manager = SessionManager(config)
     app = build_app(config, manager)
     sock = bind_socket(config.host, config.port)
