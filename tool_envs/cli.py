@@ -28,6 +28,18 @@ def _split_size(text: str) -> tuple[str, int]:
     return name, int(count)
 
 
+def _add_task_set_output(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--out`` and ``--split NAME=COUNT``, shared by the task-set commands."""
+    parser.add_argument("--out", required=True, help="dataset folder to write")
+    parser.add_argument(
+        "--split",
+        action="append",
+        type=_split_size,
+        metavar="NAME=COUNT",
+        help=f"a split and its size, repeatable (default: {default})",
+    )
+
+
 def _add_tau_tasks_parser(commands: Any) -> None:
     from tool_envs.tau.task_set import DOMAINS
 
@@ -36,14 +48,7 @@ def _add_tau_tasks_parser(commands: Any) -> None:
         help="write a generated task set of a tau domain, any size, customers held out (offline)",
     )
     tasks.add_argument("--domain", required=True, choices=DOMAINS, help="which tau domain")
-    tasks.add_argument("--out", required=True, help="dataset folder to write")
-    tasks.add_argument(
-        "--split",
-        action="append",
-        type=_split_size,
-        metavar="NAME=COUNT",
-        help="a split and its size, repeatable (default: train=2000 test=100 heldout=200)",
-    )
+    _add_task_set_output(tasks, default="train=2000 test=100 heldout=200")
     tasks.add_argument(
         "--category",
         action="append",
@@ -319,14 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tasks = commands.add_parser(
         "calculator-tasks", help="write a generated Calculator-v0 task set of any size (offline)"
     )
-    tasks.add_argument("--out", required=True, help="dataset folder to write")
-    tasks.add_argument(
-        "--split",
-        action="append",
-        type=_split_size,
-        metavar="NAME=COUNT",
-        help="a split and its size, repeatable (default: train=8000 test=100 heldout=200)",
-    )
+    _add_task_set_output(tasks, default="train=8000 test=100 heldout=200")
     tasks.add_argument(
         "--difficulty", type=int, choices=(1, 2, 3), help="operations per task (default: a mix)"
     )
