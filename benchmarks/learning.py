@@ -54,7 +54,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from tool_envs.eval.heldout import discordant, greedy_outcomes, mcnemar_exact
+from tool_envs.eval.departures import Departure, departure_counts
+from tool_envs.eval.heldout import HeldoutEvaluator, discordant, mcnemar_exact
 
 REPO = Path(__file__).resolve().parents[1]
 TASK_SEED = 0  # the task set's draw: fixed, so every seed and arm sees the same tasks
@@ -193,8 +194,11 @@ class Stage(NamedTuple):
     env: Mapping[str, str] = MappingProxyType({})
 
 
-def subprocess_env(threads: int, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Pinned threads and hashing, no GPU: the same run gives the same numbers."""
+def subprocess_env(
+    threads: int, extra: Mapping[str, str] | None = None, device: str = "cpu"
+) -> dict[str, str]:
+    """Pinned threads and hashing, and no GPU unless ``device`` is cuda: the same run gives the
+    same numbers."""
     env = dict(os.environ)
     env.update(
         {
@@ -202,15 +206,18 @@ def subprocess_env(threads: int, extra: Mapping[str, str] | None = None) -> dict
             "MKL_NUM_THREADS": str(threads),
             "TOKENIZERS_PARALLELISM": "false",
             "PYTHONHASHSEED": "0",
-            "CUDA_VISIBLE_DEVICES": "",
             "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
         }
     )
+    if device == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
     env.update(extra or {})
     return env
 
 
-def run_stage(stage: Stage, threads: int, reuse: bool, logs: Path) -> tuple[float, bool]:
+def run_stage(
+    stage: Stage, threads: int, reuse: bool, logs: Path, device: str = "cpu"
+) -> tuple[float, bool]:
     """Run a stage, or skip a finished identical one with ``reuse``: (wall seconds, reused).
 
     Callers pass ``reuse`` only while every upstream stage was reused: a rerun SFT makes the GRPO
@@ -233,7 +240,7 @@ def run_stage(stage: Stage, threads: int, reuse: bool, logs: Path) -> tuple[floa
         result = subprocess.run(
             stage.command,
             cwd=REPO,
-            env=subprocess_env(threads, stage.env),
+            env=subprocess_env(threads, stage.env, device),
             stdout=log,
             stderr=subprocess.STDOUT,
             check=False,
@@ -280,9 +287,14 @@ def sft_log_tail(log_path: Path) -> str:
 
 
 def evaluate(
-    family: Family, model_dir: Path, tasks: Sequence[Mapping[str, Any]], threads: int
-) -> list[int]:
-    """Per-task greedy success (0/1) of a saved model, in task order: paired across arms."""
+    family: Family,
+    model_dir: Path,
+    tasks: Sequence[Mapping[str, Any]],
+    threads: int,
+    device: str = "cpu",
+) -> tuple[list[int], list[dict[str, Any]]]:
+    """Per-task greedy success (0/1) of a saved model, in task order (paired across arms), and
+    where each failed episode first left its gold conversation."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -291,12 +303,14 @@ def evaluate(
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).to(device)
     config = RolloutConfig(
         max_completion_length=family.max_completion_length,
         max_tokens_per_turn=family.max_tokens_per_turn,
     )
-    return greedy_outcomes(model, tokenizer, tasks, config)
+    evaluator = HeldoutEvaluator(tokenizer, tasks, config)
+    outcomes = evaluator.outcomes(model)
+    return outcomes, [departure.as_dict() for departure in evaluator.departures()]
 
 
 def evaluate_cached(
@@ -306,8 +320,10 @@ def evaluate_cached(
     tasks: Sequence[Mapping[str, Any]],
     threads: int,
     folder: Path,
+    device: str = "cpu",
 ) -> tuple[list[int], float]:
-    """Evaluate once per model: the outcome file is tied to the model's stage marker."""
+    """Evaluate once per model: the outcome file is tied to the model's stage marker. The file
+    also keeps where each failure left its gold; their counts are printed."""
     path = folder / f"{name}.json"
     marker = model_dir / "stage.json"
     key = marker.read_text() if marker.is_file() else None
@@ -317,10 +333,14 @@ def evaluate_cached(
         if saved["model_stage"] == key and saved["task_ids"] == task_ids and key is not None:
             return saved["success"], saved["seconds"]
     start = time.perf_counter()
-    success = evaluate(family, model_dir, tasks, threads)
+    success, found = evaluate(family, model_dir, tasks, threads, device)
     seconds = time.perf_counter() - start
     record = {"model_stage": key, "task_ids": task_ids, "success": success, "seconds": seconds}
+    record["departures"] = found
     path.write_text(json.dumps(record))
+    if found:
+        counts = departure_counts([Departure(**departure) for departure in found])
+        print(f"{name}: first departures from the gold: {counts}", flush=True)
     return success, seconds
 
 
@@ -471,6 +491,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "saves wall time: see benchmarks/README.md)",
     )
     parser.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="where the recipes train and the evaluations run (cuda: the recipes get "
+        "--use_cpu false; the CPU configs are used otherwise unchanged)",
+    )
+    parser.add_argument(
         "--variant", default="", help="names the arms' folders, so variants of one SFT coexist"
     )
     args = parser.parse_args(argv)
@@ -498,7 +525,8 @@ def stages(
     sft_flags = ["--model_name_or_path", str(model_dir), "--output_dir", str(sft_dir)]
     sft_flags += task_flags
     sft_flags += ["--stop_at_success", "0.3", "--seed", str(args.seed)]
-    sft_flags += shlex.split(args.sft_args)
+    device_flags = ["--use_cpu", "false"] if args.device == "cuda" else []
+    sft_flags += [*device_flags, *shlex.split(args.sft_args)]
     if args.quick:
         # Plumbing only: a target of 0 is met at the first check, so the run goes on to GRPO.
         sft_flags += ["--max_steps", "10", "--eval_every", "5", "--eval_tasks", "10"]
@@ -520,7 +548,7 @@ def stages(
         flags = ["--model_name_or_path", str(sft_dir), "--output_dir", str(folder)]
         flags += ["--max_steps", str(steps), "--seed", str(args.seed), *task_flags]
         flags += ["--heldout_split", ""]  # scored here instead, per task, against every arm
-        flags += [*shlex.split(args.grpo_args), *arm_flags[arm]]
+        flags += [*device_flags, *shlex.split(args.grpo_args), *arm_flags[arm]]
         arms[arm] = Stage(
             folder.name,
             [python, "recipes/train_grpo.py", "--config", str(family.grpo_config), *flags],
@@ -584,9 +612,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     shown = ", ".join(f"{count} {split}" for split, count in family.sizes.items())
     print(f"{args.family} task set (seed {TASK_SEED}): {shown}, {count} held-out")
     tiny, sft, arms = stages(args, family, out)
+    device = args.device
     timings["tiny model"], reused = run_stage(tiny, args.threads, args.reuse, logs)
     try:
-        timings["SFT"], reused = run_stage(sft, args.threads, args.reuse and reused, logs)
+        timings["SFT"], reused = run_stage(sft, args.threads, args.reuse and reused, logs, device)
     except SystemExit:
         if sft_reached(sft.folder) is not False:
             raise
@@ -612,14 +641,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
     before, timings["eval SFT"] = evaluate_cached(
-        family, "sft", sft.folder, tasks, args.threads, evals
+        family, "sft", sft.folder, tasks, args.threads, evals, device
     )
     print(f"before GRPO: held-out greedy success {sum(before)}/{count}", flush=True)
     after: dict[str, list[int]] = {}
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:  # each arm is a subprocess
         running = {
-            arm: pool.submit(run_stage, stage, args.threads, args.reuse and reused, logs)
+            arm: pool.submit(run_stage, stage, args.threads, args.reuse and reused, logs, device)
             for arm, stage in arms.items()
         }
         for arm, future in running.items():
@@ -627,7 +656,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     timings["GRPO arms (wall)"] = time.perf_counter() - start
     for arm, stage in arms.items():
         after[arm], timings[f"eval {arm}"] = evaluate_cached(
-            family, stage.folder.name, stage.folder, tasks, args.threads, evals
+            family, stage.folder.name, stage.folder, tasks, args.threads, evals, device
         )
         print(f"{arm}: held-out greedy success {sum(after[arm])}/{count}", flush=True)
     if "zero-lr" not in arms and "treated" in arms and not args.quick:
@@ -686,6 +715,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "grpo_steps": steps,
         "eval_tasks": count,
         "threads": args.threads,
+        "device": args.device,
         "sft_stop_checks": history,
         "sft_saved": sft_saved,
         "rows": rows,

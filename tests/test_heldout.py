@@ -7,10 +7,12 @@ import pytest
 
 from tool_envs.eval.heldout import (
     HeldoutComparison,
+    HeldoutEvaluator,
     discordant,
     greedy_outcomes,
     mcnemar_exact,
 )
+from tool_envs.rollout.sft import gold_scripts
 from tool_envs.tiny_models import build_tiny_model_for_env
 
 
@@ -63,3 +65,14 @@ def test_greedy_outcomes_are_per_task_and_leave_the_model_in_training_mode(tmp_p
     assert len(outcomes) == 3 and set(outcomes) <= {0, 1}
     assert model.training  # restored: it is called in the middle of a training run
     assert greedy_outcomes(model, tokenizer, tasks) == outcomes  # greedy: the same again
+
+    # An untrained model fails; each failure is located at its first turn off the gold.
+    evaluator = HeldoutEvaluator(tokenizer, tasks)
+    assert evaluator.outcomes(model) == outcomes
+    found = evaluator.departures()
+    assert len(found) == outcomes.count(0)
+    golds = gold_scripts(tasks)
+    for departure in found:
+        index = [task["extra_info"]["id"] for task in tasks].index(departure.task_id)
+        assert departure.expected == golds[index][departure.turn - 1]
+        assert departure.said != departure.expected

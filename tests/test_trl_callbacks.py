@@ -201,3 +201,37 @@ def test_rewinds_are_bounded(tmp_path):
     assert success.history[-1] == (11, 0.9)
     # 0.0 (step 4's weights, put back) is nearer 0.3 than 0.9.
     assert success.saved["step"] == 4 and recorder.step_of[weights_hash(saved)] == 4
+
+
+def test_each_check_logs_where_its_failures_left_the_gold(tmp_path, capsys):
+    from types import SimpleNamespace
+
+    from tool_envs.eval.departures import Departure
+
+    class Located:
+        tasks = [{}] * 4
+
+        def success(self, model):
+            return 0.25
+
+        def departures(self):
+            return [Departure("a", 2, '<tool_call>{"name": "f"}</tool_call>', "hi")] * 3
+
+    callback = EnvSuccessCallback(None, [], evaluator=Located(), every_steps=5)
+    args = SimpleNamespace(output_dir=str(tmp_path), process_index=0)
+    control = SimpleNamespace(should_training_stop=False)
+    for step in (5, 10):
+        callback.on_step_end(args, SimpleNamespace(global_step=step), control, model=object())
+    assert "step 10: first departures from the gold: turn 2: f x3" in capsys.readouterr().out
+    records = [
+        json.loads(line)
+        for line in (tmp_path / "greedy_checks.jsonl").read_text().split("\n")
+        if line
+    ]
+    assert [r["step"] for r in records] == [5, 10]
+    assert records[0]["departures"][0] == {
+        "task_id": "a",
+        "turn": 2,
+        "expected": '<tool_call>{"name": "f"}</tool_call>',
+        "said": "hi",
+    }

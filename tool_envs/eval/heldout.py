@@ -22,9 +22,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tool_envs.eval.departures import Departure, departures, gold_turns_of
 from tool_envs.rollout.backends.base import SamplingSettings
 from tool_envs.rollout.backends.hf import TransformersBackend
-from tool_envs.rollout.engine import RolloutConfig, RolloutEngine
+from tool_envs.rollout.engine import Rollout, RolloutConfig, RolloutEngine
 
 __all__ = [
     "EVAL_CONFIG",
@@ -33,6 +34,7 @@ __all__ = [
     "count_seen",
     "discordant",
     "greedy_outcomes",
+    "greedy_rollouts",
     "mcnemar_exact",
 ]
 
@@ -47,6 +49,17 @@ def greedy_outcomes(
     config: RolloutConfig = EVAL_CONFIG,
 ) -> list[int]:
     """Per-task greedy success (1 or 0) of ``model``, in task order (paired across models)."""
+    rollouts = greedy_rollouts(model, tokenizer, tasks, config)
+    return [int(bool(rollout.success)) for rollout in rollouts]
+
+
+def greedy_rollouts(
+    model: Any,
+    tokenizer: Any,
+    tasks: Sequence[Mapping[str, Any]],
+    config: RolloutConfig = EVAL_CONFIG,
+) -> list[Rollout]:
+    """``model``'s greedy episodes of ``tasks``, in task order."""
     import torch
 
     backend = TransformersBackend(model, pad_token_id=tokenizer.pad_token_id)
@@ -55,10 +68,9 @@ def greedy_outcomes(
     try:
         greedy = SamplingSettings(temperature=0.0)
         with torch.inference_mode(), RolloutEngine(tokenizer, backend, greedy, config) as engine:
-            rollouts = engine.run(list(tasks))
+            return engine.run(list(tasks))
     finally:
         model.train(was_training)
-    return [int(bool(rollout.success)) for rollout in rollouts]
 
 
 def count_seen(tasks: Sequence[Mapping[str, Any]], seen: Sequence[Mapping[str, Any]]) -> int:
@@ -83,12 +95,21 @@ class HeldoutEvaluator:
         self.tokenizer = tokenizer
         self.tasks = list(tasks)
         self.config = config or EVAL_CONFIG
+        self.last_rollouts: list[Rollout] = []  # the last scored model's episodes
+        self._golds: list[list[str] | None] | None = None
 
     def outcomes(self, model: Any, which: str | None = None) -> list[int]:
         """Per-task greedy outcomes of ``model``; with ``which``, says what is being scored."""
         if which:
             print(f"held-out: scoring {which} greedily on {len(self.tasks)} tasks", flush=True)
-        return greedy_outcomes(model, self.tokenizer, self.tasks, self.config)
+        self.last_rollouts = greedy_rollouts(model, self.tokenizer, self.tasks, self.config)
+        return [int(bool(rollout.success)) for rollout in self.last_rollouts]
+
+    def departures(self) -> list[Departure]:
+        """Where the last scored model's failed episodes first left their gold conversation."""
+        if self._golds is None:
+            self._golds = gold_turns_of(self.tasks)
+        return departures(self.last_rollouts, self._golds)
 
     def success(self, model: Any) -> float:
         """Share of the tasks ``model`` solves greedily."""

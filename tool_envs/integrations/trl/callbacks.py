@@ -14,6 +14,7 @@ from typing import Any
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
+from tool_envs.eval.departures import departure_counts
 from tool_envs.eval.heldout import HeldoutComparison, HeldoutEvaluator
 from tool_envs.rollout.engine import RolloutConfig
 
@@ -309,6 +310,7 @@ class EnvSuccessCallback(TrainerCallback):
         self.history.append((step, success))
         self._current, self._current_at = (step, success), step
         print(f"step {step}: greedy success on {len(self.tasks)} tasks = {success:.2f}")
+        self._report_departures(args, step, success)
         if self.stop_at is not None and success < self.stop_at:
             if self._snapshot is not None:
                 self._snapshot.save(model, (step, success))
@@ -319,6 +321,21 @@ class EnvSuccessCallback(TrainerCallback):
                 control.should_training_stop = True
         self._next_check = step + self.every_steps_near if self._near() else None
         return control
+
+    def _report_departures(self, args: Any, step: int, success: float) -> None:
+        """Where the failed check episodes left their gold: one line printed, and every
+        departure appended to ``OUTPUT_DIR/greedy_checks.jsonl`` (main process only)."""
+        if not hasattr(self.evaluator, "departures"):
+            return
+        found = self.evaluator.departures()
+        if found:
+            print(f"step {step}: first departures from the gold: {departure_counts(found)}")
+        if args.output_dir and getattr(args, "process_index", 0) == 0:
+            path = Path(args.output_dir, "greedy_checks.jsonl")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            record = {"step": step, "success": success, "departures": [d.as_dict() for d in found]}
+            with path.open("a", encoding="utf-8") as file:
+                file.write(json.dumps(record) + "\n")
 
     def _can_rewind(self) -> bool:
         return (
