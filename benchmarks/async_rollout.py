@@ -36,7 +36,8 @@ Measured per arm (median of ``--repeats``): episodes/s, the fraction of wall tim
 work (lockstep: time inside its batched generation calls; async: time with at least one request
 in flight), and the server's engine steps and tokens per step (from its ``/metrics``).
 ``--quick`` (under 3 minutes) ends with ``async/lockstep: N.NNx`` for the mixed workload. Every
-server, sandbox and temp folder is removed on the way out.
+server, sandbox and temp folder is removed on the way out, also when SIGTERM (``timeout``) stops
+the run.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ import hashlib
 import json
 import os
 import random
+import signal
 import sys
 import tempfile
 import time
@@ -304,8 +306,10 @@ def run_workloads(
     both = ("lockstep", "async")
     mixed_arms: tuple[str, ...] = both
     if args.remote_envs:
-        servers = [EnvServerProcess(env_id, env_kwargs=mixed_kwargs.get(env_id)) for env_id in ENVS]
-        stack.callback(lambda: [server.stop() for server in servers])
+        servers = [
+            stack.enter_context(EnvServerProcess(env_id, env_kwargs=mixed_kwargs.get(env_id)))
+            for env_id in ENVS
+        ]
         urls = {env_id: server.url for env_id, server in zip(ENVS, servers, strict=True)}
         ARMS["async-remote"] = ("async", {"env_kwargs": {}, "env_servers": urls})
         mixed_arms = (*both, "async-remote")
@@ -427,6 +431,32 @@ def _bounds(text: str) -> tuple[float, float]:
     return float(low), float(high or low)
 
 
+@contextmanager
+def sigterm_unwinds() -> Iterator[None]:
+    """Within the block, SIGTERM raises ``SystemExit(143)`` in the main thread.
+
+    Python's default for SIGTERM is to die on the spot, running no cleanup, so ``timeout`` or a
+    job scheduler would leave the vLLM server running (it has a session of its own, out of reach
+    of a signal to our process group) and the temp folders behind. Unwinding instead runs the
+    ``ExitStack`` in :func:`main`, which stops the vLLM server (its whole group), the env
+    servers and the local API servers. A further SIGTERM is ignored while that runs, so it
+    cannot cut the cleanup short.
+    """
+    unwinding = False
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        nonlocal unwinding
+        if not unwinding:
+            unwinding = True
+            raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smoke run, under 3 minutes")
@@ -461,7 +491,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     server_cpus, client_cpus = (set(cores[:1]), set(cores[1:])) if pinned else (None, set(cores))
     print(f"server cores {sorted(server_cpus or cores)}, client cores {sorted(client_cpus)}")
     started = time.perf_counter()
-    with ExitStack() as stack:
+    with sigterm_unwinds(), ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="async-bench-")))
         policy = args.policy or folder / "policy"
         if not (policy / "config.json").exists():

@@ -9,6 +9,8 @@ the same weights are the references.
 
 from __future__ import annotations
 
+import sys
+
 import gymnasium as gym
 import pytest
 import torch
@@ -272,3 +274,58 @@ def test_a_server_started_on_chosen_cores_runs_only_there():
     assert os.sched_getaffinity(0) == allowed
     with pytest.raises(ValueError, match="must be a non-empty subset"), _cpu_affinity({10_000}):
         pass
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting for its reaper counts as gone)."""
+    from pathlib import Path
+
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_server_process_dies_with_a_killed_parent():
+    """A parent killed with SIGKILL runs no ``close()``; the server it started (here a cheap
+    sleeper started the way ``VLLMServerProcess`` starts vLLM) must still stop."""
+    import os
+    import signal
+    import subprocess
+    import time
+    from pathlib import Path
+
+    import tool_envs
+
+    parent_code = (
+        "import sys, time\n"
+        "from tool_envs.rollout.backends.vllm.launch import _start_server_process\n"
+        "child = _start_server_process([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    root = str(Path(tool_envs.__file__).resolve().parents[1])  # the tool_envs under test
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    parent = subprocess.Popen(
+        [sys.executable, "-c", parent_code], stdout=subprocess.PIPE, text=True, env=env
+    )
+    child = None
+    try:
+        line = parent.stdout.readline()  # "" if the parent failed before starting the child
+        assert line.strip().isdigit(), f"the parent printed no child pid: {line!r}"
+        child = int(line)
+        assert _running(child)
+        parent.kill()
+        parent.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while _running(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _running(child), "the server process outlived its SIGKILLed parent"
+    finally:
+        parent.kill()
+        parent.wait(timeout=30)
+        parent.stdout.close()
+        if child is not None and _running(child):
+            os.killpg(child, signal.SIGKILL)  # its own session: the group id is its pid

