@@ -26,9 +26,9 @@ test on the paired per-task outcomes, p < 0.01. The training curves (per-step
 drawn to ``learning_curves.png``. A seed whose SFT never reaches its target is a FAIL.
 
 ``--family tau-retail`` runs the same arms on ``tool_envs/TauRetail-v0`` cancellations with the
-scripted user (``recipes/configs/tau_retail_cpu_*.yaml``; 1,500 training tasks, compact prompt,
-held-out customers whose accounts and orders no training task uses); its goal adds a treated
-gain of at least 10 points over its own SFT start.
+scripted user (``recipes/configs/tau_retail_cpu_*.yaml``; 20,000 training tasks drawn from 40
+generated databases, compact prompt, held-out customers whose accounts and orders no training
+task uses); its goal adds a treated gain of at least 10 points over its own SFT start.
 
 Not part of CI: ~10-13 minutes a seed on 2 CPU cores (the arms run at once). ``--quick`` is
 a smoke run of the plumbing (a few steps; no verdict). ``--reuse`` skips stages whose output
@@ -124,9 +124,13 @@ def _calculator_tasks(folder: Path, sizes: Mapping[str, int]) -> Path:
     return write_task_set(folder, sizes, difficulty=1, seed=TASK_SEED)
 
 
+RETAIL_DATABASES = 40  # one database has ~1,800 distinct cancellations: SFT memorised them
+
+
 def _retail_tasks(folder: Path, sizes: Mapping[str, int]) -> Path:
-    """Retail cancellations with the compact prompt (``tool-envs tau-tasks --category cancel
-    --prompt compact``); the held-out customers' accounts and orders are in no other split."""
+    """Retail cancellations with the compact prompt from 40 generated databases (``tool-envs
+    tau-tasks --category cancel --prompt compact --databases 40``); the held-out customers'
+    accounts and orders are in no other split."""
     from tool_envs.tau.task_set import write_task_set
 
     return write_task_set(
@@ -137,6 +141,7 @@ def _retail_tasks(folder: Path, sizes: Mapping[str, int]) -> Path:
         heldout_splits=["heldout"],
         prompt="compact",
         seed=TASK_SEED,
+        databases=RETAIL_DATABASES,
     )
 
 
@@ -157,7 +162,7 @@ FAMILIES = {
         sft_config=REPO / "recipes/configs/tau_retail_cpu_sft.yaml",
         grpo_config=REPO / "recipes/configs/tau_retail_cpu_grpo.yaml",
         tiny_flags=("--vocab-size", "2048"),
-        sizes=MappingProxyType({"train": 1500, "test": 100}),  # ~1,800 distinct cancellations
+        sizes=MappingProxyType({"train": 20000, "test": 100}),
         write_tasks=_retail_tasks,
         max_completion_length=3072,  # the configs' episode budgets
         max_tokens_per_turn=96,

@@ -30,6 +30,13 @@ class GoldArguments(TaskArguments):
     """Which tasks' gold trajectories to learn from, and when to stop."""
 
     eval_split: str = field(default="test", metadata={"help": "Split for greedy success checks."})
+    gold_workers: int = field(
+        default=1,
+        metadata={
+            "help": "Processes that play the gold episodes before training (a tau episode "
+            "takes ~65 ms on one core; thousands of tasks are worth several workers)."
+        },
+    )
     eval_tasks: int = field(default=50, metadata={"help": "Held-out tasks per success check."})
     eval_every: int = field(default=20, metadata={"help": "Steps between success checks."})
     eval_max_completion_length: int = field(
@@ -80,14 +87,15 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
         MetricsFile,
         one_line_logs,
     )
-    from tool_envs.rollout import RolloutConfig, RolloutEngine, gold_sft_rows
-    from tool_envs.rollout.sft import check_fits
+    from tool_envs.rollout import RolloutConfig
+    from tool_envs.rollout.sft import check_fits, gold_sft_rows_in_processes
 
     rows, held_out, tokenizer = gold_args.start(
         model_args.model_name_or_path, heldout=(gold_args.eval_split, gold_args.eval_tasks)
     )
-    with RolloutEngine(tokenizer, None, config=RolloutConfig(max_completion_length=4096)) as engine:
-        train_rows = gold_sft_rows(engine, rows)
+    train_rows = gold_sft_rows_in_processes(
+        tokenizer, rows, RolloutConfig(max_completion_length=4096), gold_args.gold_workers
+    )
     tokens = sum(len(row["input_ids"]) for row in train_rows)
     print(f"{len(train_rows)} gold trajectories, {tokens} tokens")
     try:

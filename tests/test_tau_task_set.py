@@ -9,7 +9,7 @@ import tool_envs
 from tool_envs.cli import main as cli
 from tool_envs.data import load_tasks
 from tool_envs.tau.domains.retail.tasks import TASKS, default_splits
-from tool_envs.tau.task import parse_scenario
+from tool_envs.tau.task import parse_reward_spec, parse_scenario
 from tool_envs.tau.task_set import write_task_set
 
 gym.register_envs(tool_envs)
@@ -133,3 +133,58 @@ def test_sft_refuses_gold_rows_longer_than_max_length():
         check_fits(rows, 1024)
     with pytest.raises(ValueError, match="set max_length to at least 3000"):
         check_fits(rows, 2999)
+
+
+def test_tasks_from_many_databases_are_solved_on_their_own_database_only(tmp_path, capsys):
+    """``--databases N``: rows name the generated database they were drawn on; the env builds it
+    on reset and the gold solves the task there; its customer is not in the shipped database.
+    Held-out customers stay out of the other splits."""
+    folder = tmp_path / "many"
+    code = cli(
+        ["tau-tasks", "--domain", "retail", "--out", str(folder), "--category", "cancel",
+         "--databases", "4", "--split", "train=40", "--split", "heldout=12"]
+    )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    train, held = load_tasks(folder, split="train"), load_tasks(folder, split="heldout")
+    seeds = [row["extra_info"].get("db_seed", 0) for row in train + held]
+    assert set(seeds) == {0, 1, 2, 3}
+    assert not customers_and_orders(train) & customers_and_orders(held)
+    env = gym.make("tool_envs/TauRetail-v0").unwrapped
+    for task in [row for row in train + held if row["extra_info"].get("db_seed")][:8]:
+        env.reset(options={"task": task})
+        for turn in env.gold_turns(task):
+            _, reward, terminated, _, _ = env.step(turn)
+        assert terminated and reward == 1.0, task["extra_info"]["id"]
+        # The gold's calls work on the task's own database; on the shipped one the customer
+        # is unknown.
+        spec = parse_reward_spec(task["reward_spec"])
+        _, results = env.replay(spec, task["extra_info"]["db_seed"])
+        assert not any(result.startswith("Error") for result in results)
+        _, results = env.replay(spec, 0)
+        assert results[0].startswith("Error")
+    env.close()
+
+
+def test_one_database_keeps_the_task_sets_as_they_were():
+    assert TASKS.generate({"train": 50}, 3, databases=1) == TASKS.generate({"train": 50}, 3)
+    rows = TASKS.generate({"train": 50}, 3)["train"]
+    assert all("db_seed" not in row["extra_info"] for row in rows)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [({"db_seed": -1}, "must be a whole number >= 0"), ({"db_seed": "1"}, "got '1'")],
+)
+def test_a_bad_db_seed_is_refused_by_name(extra, message):
+    from tool_envs.errors import TaskRowError
+
+    row = default_splits()["train"][0]
+    env = gym.make("tool_envs/TauRetail-v0").unwrapped
+    with pytest.raises(TaskRowError, match=message):
+        env.reset(options={"task": {**row, "extra_info": {**row["extra_info"], **extra}}})
+    env.close()
+
+
+def test_databases_must_be_positive():
+    with pytest.raises(ValueError, match="databases must be at least 1, got 0"):
+        TASKS.generate({"train": 5}, databases=0)

@@ -74,6 +74,14 @@ def _add_tau_tasks_parser(commands: Any) -> None:
         help="the rows' system prompt: the domain's policy, or its compact wording of the same "
         "rules (for small models; the env, its rules and reward are the same)",
     )
+    tasks.add_argument(
+        "--databases",
+        type=int,
+        default=1,
+        metavar="N",
+        help="draw tasks from N generated databases (default 1: the env's own); one holds a few "
+        "thousand distinct tasks of a category, many hold as many as a training run needs",
+    )
     tasks.add_argument("--seed", type=int, default=0)
 
 
@@ -92,6 +100,7 @@ def _tau_tasks_command(args: Any) -> int:
             heldout_share=args.heldout_share,
             prompt=args.prompt,
             seed=args.seed,
+            databases=args.databases,
         )
     except (ValueError, RuntimeError) as exc:
         print(f"tool-envs tau-tasks: error: {exc}", file=sys.stderr)

@@ -43,14 +43,34 @@ class Domain:
     user_keywords: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     user_tools: type[DatabaseTools] | None = None
 
-    def base(self) -> BaseTables:
-        """The immutable starting state, loaded and hashed once per process."""
-        return _base_tables(self.load_tables)
+    def base(self, db_seed: int = 0) -> BaseTables:
+        """The immutable starting state of database ``db_seed`` (0: the shipped one), built and
+        hashed once per process."""
+        if db_seed == 0:
+            return _base_tables(self.load_tables)
+        return _seeded_base_tables(seeded_generator(self.load_tables, self.name), db_seed)
 
-    def new_database(self) -> Database:
-        return Database(self.base())
+    def new_database(self, db_seed: int = 0) -> Database:
+        return Database(self.base(db_seed))
+
+
+def seeded_generator(load_tables: Callable[[], Tables], domain: str) -> Callable[[int], Tables]:
+    """The generator behind ``load_tables`` that builds a database for any seed (a
+    :class:`~tool_envs.tau.datagen.SeedTables` has one; tables read from files do not)."""
+    generate = getattr(load_tables, "generate", None)
+    if generate is None:
+        raise ValueError(
+            f"the {domain} domain's database is not generated from a seed, so only db_seed 0 "
+            "(the shipped database) exists"
+        )
+    return generate
 
 
 @functools.cache
 def _base_tables(load: Callable[[], Tables]) -> BaseTables:
     return BaseTables(load())
+
+
+@functools.cache
+def _seeded_base_tables(generate: Callable[[int], Tables], db_seed: int) -> BaseTables:
+    return BaseTables(generate(db_seed))

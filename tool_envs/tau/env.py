@@ -24,6 +24,7 @@ from tool_envs.tau.task import (
     TauRewardSpec,
     UserScenario,
     action_key,
+    db_seed_of,
     parse_reward_spec,
     parse_scenario,
 )
@@ -137,6 +138,7 @@ class TauEnv(ToolEnv):
             self._user_tools = self.domain.user_tools()
             self._device = DeviceTools(Toolset.from_object(self._user_tools))
         self._db: Database | None = None
+        self._db_seed = 0
         self._spec = TauRewardSpec()
         self._scenario: UserScenario | None = None
         self._user_stopped = False
@@ -164,11 +166,13 @@ class TauEnv(ToolEnv):
     def check_task(self, task: dict[str, Any]) -> None:
         parse_reward_spec(task["reward_spec"])
         parse_scenario(task["extra_info"])
+        self.domain.base(db_seed_of(task["extra_info"]))
 
     def _start_episode(self, task: dict[str, Any]) -> Toolset:
         self._spec = parse_reward_spec(task["reward_spec"])
         self._scenario = parse_scenario(task["extra_info"])
-        self._db = self.domain.new_database()
+        self._db_seed = db_seed_of(task["extra_info"])
+        self._db = self.domain.new_database(self._db_seed)
         self._domain_tools.db = self._db
         if self._user_tools is not None and self._device is not None:
             self._user_tools.db = self._db
@@ -191,7 +195,7 @@ class TauEnv(ToolEnv):
         info: dict[str, Any] = {"basis": list(self.reward_basis)}
         passed: list[bool] = []
         if "db" in self.reward_basis:
-            info["db_match"] = self._db.hash() == self.gold_hash(self._spec)
+            info["db_match"] = self._db.hash() == self.gold_hash(self._spec, self._db_seed)
             passed.append(info["db_match"])
         if "outputs" in self.reward_basis:
             said = [
@@ -243,22 +247,24 @@ class TauEnv(ToolEnv):
 
     # ----------------------------------------------------------------------- gold replay
 
-    def gold_hash(self, spec: TauRewardSpec) -> str:
-        """Hash of a fresh database after the gold actions, computed once per distinct gold."""
+    def gold_hash(self, spec: TauRewardSpec, db_seed: int = 0) -> str:
+        """Hash of a fresh database ``db_seed`` after the gold actions, computed once per
+        distinct gold."""
         key = (
-            self.domain.name,
+            f"{self.domain.name}:{db_seed}",
             json.dumps(spec.model_dump(mode="json")["actions"], sort_keys=True),
         )
         cached = self._gold_hashes.get(key)
         if cached is None:
-            db, _ = self.replay(spec)
+            db, _ = self.replay(spec, db_seed)
             cached = self._gold_hashes[key] = db.hash()
         return cached
 
-    def replay(self, spec: TauRewardSpec) -> tuple[Database, list[str]]:
-        """Run the gold actions on a fresh database; returns it and each call's result text."""
+    def replay(self, spec: TauRewardSpec, db_seed: int = 0) -> tuple[Database, list[str]]:
+        """Run the gold actions on a fresh database ``db_seed``; returns it and each call's
+        result text."""
         episode_db = self._db
-        db = self.domain.new_database()
+        db = self.domain.new_database(db_seed)
         self._bind(db)
         results = []
         try:

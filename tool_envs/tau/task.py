@@ -136,6 +136,21 @@ def parse_scenario(extra_info: Mapping[str, Any]) -> UserScenario:
     return _validate(UserScenario, scenario, "extra_info.user_scenario", "invalid user scenario")
 
 
+def db_seed_of(extra_info: Mapping[str, Any]) -> int:
+    """The generated database a task runs on (``extra_info['db_seed']``; 0, the shipped env's
+    database, when absent). Other seeds are databases of the same shape with other customers,
+    orders and ids: task sets drawn from many of them are far larger than one database allows.
+    """
+    seed = extra_info.get("db_seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise TaskRowError(
+            f"extra_info['db_seed'] must be a whole number >= 0 (0: the shipped database), "
+            f"got {seed!r}",
+            field="extra_info.db_seed",
+        )
+    return seed
+
+
 M = TypeVar("M", bound=BaseModel)
 
 

@@ -49,13 +49,15 @@ def write_task_set(
     heldout_share: float = 0.2,
     prompt: str = "full",
     seed: int = 0,
+    databases: int = 1,
 ) -> Path:
     """Generate ``sizes`` (split name -> tasks) of ``domain`` and write them to ``folder``.
 
     No task is in two splits; customers of ``heldout_splits`` appear in no other split. The
     folder loads with ``tool_envs.data.load_tasks(folder, split=...)``, the recipes'
     ``tasks: [folder]`` and ``datasets.load_dataset``. ``prompt="compact"`` gives the rows the
-    domain's :func:`compact_policy` as their system prompt.
+    domain's :func:`compact_policy` as their system prompt. ``databases`` > 1 draws the tasks
+    from that many generated databases (see :meth:`TaskSource.generate`).
     """
     if prompt not in ("full", "compact"):
         raise ValueError(f"prompt must be 'full' or 'compact', got {prompt!r}")
@@ -70,6 +72,7 @@ def write_task_set(
         heldout_splits=heldout_splits,
         heldout_share=heldout_share,
         policy=compact_policy(domain) if prompt == "compact" else None,
+        databases=databases,
     )
     chosen = "all categories" if categories is None else "categories " + ", ".join(categories)
     held = (
@@ -78,6 +81,11 @@ def write_task_set(
         if heldout_splits
         else ""
     )
+    if databases > 1:
+        held += (
+            f"; tasks are drawn from {databases} generated databases (extra_info.db_seed; "
+            "0 is the env's shipped database)"
+        )
     card = DatasetCardInfo(
         pretty_name=f"tool-envs {source.env_id.split('/')[-1]} generated tasks",
         description=(
@@ -90,7 +98,7 @@ def write_task_set(
             f"`tool-envs tau-tasks` (`generate({dict(sizes)}, seed={seed}, "
             f"categories={None if categories is None else list(categories)}, "
             f"heldout_splits={list(heldout_splits)}, heldout_share={heldout_share}, "
-            f"prompt={prompt!r})`)."
+            f"prompt={prompt!r}{f', databases={databases}' if databases > 1 else ''})`)."
         ),
     )
     return write_dataset(folder, splits, card=card)

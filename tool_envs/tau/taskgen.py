@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
 from tool_envs.tau.db import BaseTables, Database, Tables
-from tool_envs.tau.domain import Domain
+from tool_envs.tau.domain import Domain, seeded_generator
 from tool_envs.tau.drafts import Action, Finished
 from tool_envs.tau.task import tau_task_row
 from tool_envs.tau.tools import DatabaseTools, DomainTools
@@ -147,6 +147,7 @@ class TaskSource(Generic[C]):
         heldout_splits: Collection[str] = (),
         heldout_share: float = 0.2,
         policy: str | None = None,
+        databases: int = 1,
     ) -> dict[str, list[dict[str, Any]]]:
         """Task rows per split (default :attr:`sizes`); no task is in two splits.
 
@@ -156,24 +157,37 @@ class TaskSource(Generic[C]):
         ``heldout_share`` are the only ones in those splits and never appear in the others.
         ``policy`` replaces :attr:`policy` as the rows' system prompt (a shorter wording of the
         same rules: the env's tools, rules and reward do not depend on it).
+
+        ``databases`` > 1 draws each task from one of that many generated databases (seed 0 is
+        the shipped one; the others have the same shape and other customers, orders and ids);
+        a row on database k > 0 says so in ``extra_info['db_seed']`` and the env builds that
+        database on reset. One database holds a few thousand distinct tasks of a category;
+        many hold as many as a training run needs.
         """
+        if databases < 1:
+            raise ValueError(f"databases must be at least 1, got {databases}")
         weights = self._weights(categories)
         pools = self._pools(sizes or self.sizes, heldout_splits, heldout_share)
         rng = random.Random(seed)
-        ctx = self.context(self.load_tables())
+        contexts = [self.context(self._tables(db_seed)) for db_seed in range(databases)]
         seen: set[str] = set()
         splits: dict[str, list[dict[str, Any]]] = {}
         for split, size in dict(sizes or self.sizes).items():
-            drawn: list[tuple[str, Finished]] = []
+            drawn: list[tuple[str, Finished, int]] = []
             in_pool = None if pools is None else _in_share(heldout_share, seed, pools[split])
             for category, quota in category_quotas(weights, size).items():
-                drawn += self._draw(rng, ctx, category, quota, seen, in_pool)
+                drawn += self._draw(rng, contexts, category, quota, seen, in_pool)
             rng.shuffle(drawn)
             splits[split] = [
-                self._row(split, number, category, finished, policy or self.policy)
-                for number, (category, finished) in enumerate(drawn)
+                self._row(split, number, category, finished, policy or self.policy, db_seed)
+                for number, (category, finished, db_seed) in enumerate(drawn)
             ]
         return splits
+
+    def _tables(self, db_seed: int) -> Tables:
+        if db_seed == 0:
+            return self.load_tables()
+        return seeded_generator(self.load_tables, self.domain)(db_seed)
 
     def default_splits(self) -> dict[str, list[dict[str, Any]]]:
         """The task set shipped with the env, generated once per process."""
@@ -227,13 +241,14 @@ class TaskSource(Generic[C]):
     def _draw(
         self,
         rng: random.Random,
-        ctx: C,
+        contexts: Sequence[C],
         category: str,
         quota: int,
         seen: set[str],
         in_pool: Callable[[str], bool] | None = None,
-    ) -> list[tuple[str, Finished]]:
-        drawn: list[tuple[str, Finished]] = []
+    ) -> list[tuple[str, Finished, int]]:
+        """``quota`` new tasks of ``category``, each with the database it was drawn from."""
+        drawn: list[tuple[str, Finished, int]] = []
         attempts = 0
         while len(drawn) < quota:
             attempts += 1
@@ -243,6 +258,9 @@ class TaskSource(Generic[C]):
                     f"{len(drawn)} found in {attempts - 1} draws; ask for fewer tasks or more "
                     "categories"
                 )
+            # One database draws nothing extra from rng: single-database sets stay as they were.
+            db_seed = rng.randrange(len(contexts)) if len(contexts) > 1 else 0
+            ctx = contexts[db_seed]
             draft = self.categories[category](rng, ctx)
             if draft is not None and in_pool is not None and not in_pool(self.subject_of(draft)):
                 continue
@@ -250,19 +268,30 @@ class TaskSource(Generic[C]):
             if finished is None:
                 continue
             key = self.key(category, finished)
+            key = f"db{db_seed}:{key}" if db_seed else key
             if key in seen:
                 continue
             accepted = ctx.accept(rng, finished)
             if accepted is None:
                 continue
             seen.add(key)
-            drawn.append((category, accepted))
+            drawn.append((category, accepted, db_seed))
         return drawn
 
     def _row(
-        self, split: str, number: int, category: str, finished: Finished, policy: str
+        self,
+        split: str,
+        number: int,
+        category: str,
+        finished: Finished,
+        policy: str,
+        db_seed: int = 0,
     ) -> dict[str, Any]:
         scenario, actions, outputs, tags = finished
+        extra_info: dict[str, Any] = {"split": split, "category": category}
+        extra_info[self.tags_field] = tags
+        if db_seed:
+            extra_info["db_seed"] = db_seed
         return tau_task_row(
             env_id=self.env_id,
             domain=self.domain,
@@ -271,7 +300,7 @@ class TaskSource(Generic[C]):
             scenario=scenario,
             actions=actions,
             outputs=outputs,
-            extra_info={"split": split, "category": category, self.tags_field: tags},
+            extra_info=extra_info,
         )
 
 
