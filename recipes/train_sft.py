@@ -34,7 +34,8 @@ class GoldArguments(TaskArguments):
         default=1,
         metadata={
             "help": "Processes that play the gold episodes before training (a tau episode "
-            "takes ~65 ms on one core; thousands of tasks are worth several workers)."
+            "takes ~65 ms on one core; thousands of tasks are worth several workers). Each "
+            "worker gets at least 100 tasks: smaller sets are played in this process."
         },
     )
     eval_tasks: int = field(default=50, metadata={"help": "Held-out tasks per success check."})

@@ -60,8 +60,12 @@ def test_rewards_equal_tau2_on_every_base_task(domain: str, tau2_pool) -> None:
     rows = load_tau2_tasks(domain, "base")
     played, episodes = [], []
     for number, row in enumerate(rows):
-        kinds = [("gold", env.gold_turns(row)), ("perturbed", perturbed_turns(env, row))]
-        if number % 4 == 0:
+        # Gold on every task; a perturbed gold on every other one and a do-nothing episode on
+        # every fourth, in turn (CI time: these two tests were the suite's longest).
+        kinds = [("gold", env.gold_turns(row))]
+        if number % 2 == 0:
+            kinds.append(("perturbed", perturbed_turns(env, row)))
+        elif number % 4 == 1:
             kinds.append(("empty", empty_turns()))
         for kind, turns in kinds:
             played.append((row, kind, our_verdict(play(env, row, turns))))

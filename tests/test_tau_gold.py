@@ -136,6 +136,7 @@ def test_gold_rows_played_in_processes_are_the_rows_played_in_one():
     config = RolloutConfig(max_completion_length=8192, max_tokens_per_turn=4096)
     with RolloutEngine(tokenizer, None, config=config) as engine:
         serial = gold_sft_rows(engine, tasks)
-    assert gold_sft_rows_in_processes(tokenizer, tasks, config, workers=2) == serial
+    parallel = gold_sft_rows_in_processes(tokenizer, tasks, config, workers=2, min_per_worker=1)
+    assert parallel == serial
     with pytest.raises(ValueError, match="workers must be at least 1, got 0"):
         gold_sft_rows_in_processes(tokenizer, tasks, config, workers=0)

@@ -64,18 +64,21 @@ def gold_sft_rows_in_processes(
     tasks: Sequence[Mapping[str, Any]],
     config: RolloutConfig,
     workers: int,
+    min_per_worker: int = 100,
 ) -> list[dict]:
     """:func:`gold_sft_rows` of ``tasks`` split over ``workers`` processes, rows in task order.
 
     Playing a gold episode is mostly tokenizing and template rendering, on one core: a tau
     cancellation takes ~65 ms, so 6,000 of them took minutes of a GPU run's budget before
     training began. Workers are spawned (safe after torch is loaded) and each plays one
-    contiguous share of the tasks with its own engine.
+    contiguous share of the tasks with its own engine. A spawned worker costs seconds to start,
+    so each gets at least ``min_per_worker`` tasks (fewer workers, or none, for small sets).
     """
     tasks = list(tasks)
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
-    if workers == 1 or len(tasks) < 2 * workers:
+    workers = min(workers, len(tasks) // max(min_per_worker, 1))
+    if workers <= 1:
         with RolloutEngine(tokenizer, None, config=config) as engine:
             return gold_sft_rows(engine, tasks)
     size = -(-len(tasks) // workers)
