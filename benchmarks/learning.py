@@ -282,6 +282,19 @@ def sft_reached(folder: Path) -> bool | None:
     return sft_summary(folder).get("reached")
 
 
+def sft_last_departures(folder: Path) -> str:
+    """Where the SFT stop rule's last check's failures left the gold (``greedy_checks.jsonl``),
+    as ``turn 2: find_user_id_by_email x12, ...``; empty if the recipe logged none."""
+    path = folder / "greedy_checks.jsonl"
+    if not path.is_file():
+        return ""
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    found = json.loads(lines[-1])["departures"]
+    return departure_counts([Departure(**departure) for departure in found])
+
+
 def sft_log_tail(log_path: Path) -> str:
     """The recipe's closing message (its last non-empty line)."""
     lines = [line for line in log_path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -626,9 +639,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         # The recipe said why on its last line: a seed whose warm start failed is a FAIL.
         print(sft_log_tail(logs / "sft.log"))
+        departed = sft_last_departures(sft.folder)
+        if departed:
+            print(f"SFT's last check: first departures from the gold: {departed}")
         print("VERDICT: FAIL (SFT never reached its target; no GRPO arm was run)")
         summary = {"seed": args.seed, "verdict": False, "failure": "sft_target"}
         summary["sft_stop_checks"] = sft_stop_history(logs / "sft.log")
+        summary["sft_last_departures"] = departed
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
         return 1
     history = sft_stop_history(logs / "sft.log")
