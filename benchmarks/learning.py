@@ -310,7 +310,7 @@ def evaluate(
     tasks: Sequence[Mapping[str, Any]],
     threads: int,
     device: str = "cpu",
-) -> tuple[list[int], list[dict[str, Any]]]:
+) -> tuple[list[int], list[Departure]]:
     """Per-task greedy success (0/1) of a saved model, in task order (paired across arms), and
     where each failed episode first left its gold conversation."""
     import torch
@@ -328,7 +328,7 @@ def evaluate(
     )
     evaluator = HeldoutEvaluator(tokenizer, tasks, config)
     outcomes = evaluator.outcomes(model)
-    return outcomes, [departure.as_dict() for departure in evaluator.departures()]
+    return outcomes, evaluator.departures()
 
 
 def evaluate_cached(
@@ -354,11 +354,10 @@ def evaluate_cached(
     success, found = evaluate(family, model_dir, tasks, threads, device)
     seconds = time.perf_counter() - start
     record = {"model_stage": key, "task_ids": task_ids, "success": success, "seconds": seconds}
-    record["departures"] = found
+    record["departures"] = [departure.as_dict() for departure in found]
     path.write_text(json.dumps(record))
     if found:
-        counts = departure_counts([Departure(**departure) for departure in found])
-        print(f"{name}: first departures from the gold: {counts}", flush=True)
+        print(f"{name}: first departures from the gold: {departure_counts(found)}", flush=True)
     return success, seconds
 
 

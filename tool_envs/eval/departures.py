@@ -82,22 +82,3 @@ def departure_counts(found: Sequence[Departure]) -> str:
     """``turn 2: find_user_id_by_email x12, turn 7: reply x3``: the most common first."""
     counts = Counter(departure.label for departure in found)
     return ", ".join(f"{label} x{count}" for label, count in counts.most_common())
-
-
-def gold_turns_of(tasks: Sequence[dict[str, Any]]) -> list[list[str] | None]:
-    """Each task's gold turns from its env (``gold_turns``), None where the env has none."""
-    import gymnasium as gym
-
-    envs: dict[str, Any] = {}
-    golds: list[list[str] | None] = []
-    try:
-        for task in tasks:
-            env_id = task["env_id"]
-            if env_id not in envs:
-                envs[env_id] = gym.make(env_id)
-            gold_turns = getattr(envs[env_id].unwrapped, "gold_turns", None)
-            golds.append(gold_turns(task) if gold_turns is not None else None)
-    finally:
-        for env in envs.values():
-            env.close()
-    return golds

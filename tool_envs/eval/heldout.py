@@ -22,10 +22,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tool_envs.eval.departures import Departure, departures, gold_turns_of
+from tool_envs.eval.departures import Departure, departures
 from tool_envs.rollout.backends.base import SamplingSettings
 from tool_envs.rollout.backends.hf import TransformersBackend
 from tool_envs.rollout.engine import Rollout, RolloutConfig, RolloutEngine
+from tool_envs.rollout.sft import gold_turns_of
 
 __all__ = [
     "EVAL_CONFIG",

@@ -18,23 +18,30 @@ import gymnasium as gym
 from tool_envs.rollout.engine import Rollout, RolloutConfig, RolloutEngine
 
 
-def gold_scripts(tasks: Sequence[Mapping[str, Any]]) -> list[list[str]]:
-    """Each task's gold assistant turns, from its env's ``gold_turns``."""
+def gold_turns_of(tasks: Sequence[Mapping[str, Any]]) -> list[list[str] | None]:
+    """Each task's gold assistant turns, from its env's ``gold_turns``; None where it has none."""
     envs: dict[str, gym.Env] = {}
-    scripts = []
+    golds = []
     try:
-        for index, task in enumerate(tasks):
+        for task in tasks:
             env_id = task["env_id"]
             if env_id not in envs:
                 envs[env_id] = gym.make(env_id)
-            turns = envs[env_id].unwrapped.gold_turns(task)
-            if turns is None:
-                raise ValueError(f"task {index}: {env_id} has no gold turns to learn from")
-            scripts.append(turns)
+            golds.append(envs[env_id].unwrapped.gold_turns(task))
     finally:
         for env in envs.values():
             env.close()
-    return scripts
+    return golds
+
+
+def gold_scripts(tasks: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """Each task's gold assistant turns; a task whose env has no gold is an error."""
+    scripts = gold_turns_of(tasks)
+    for index, turns in enumerate(scripts):
+        if turns is None:
+            env_id = tasks[index]["env_id"]
+            raise ValueError(f"task {index}: {env_id} has no gold turns to learn from")
+    return [turns for turns in scripts if turns is not None]
 
 
 def sft_rows(rollouts: Sequence[Rollout]) -> list[dict[str, list[int]]]:
