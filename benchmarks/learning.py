@@ -501,6 +501,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--sft-args", default="", help="extra flags for the SFT command, e.g. '--max_steps 1000'"
     )
     parser.add_argument(
+        "--tiny-args",
+        default="",
+        help="extra flags for `tool-envs tiny-model`, e.g. '--hidden 256' (later flags win)",
+    )
+    parser.add_argument(
         "--parallel",
         type=int,
         default=3,
@@ -532,7 +537,7 @@ def stages(
     python = sys.executable
     model_dir, sft_dir = out / "tiny-model", out / "sft"
     tiny_flags = ["--env", family.env_id, "--out", str(model_dir), "--layers", "4"]
-    tiny_flags += ["--hidden", "128", *family.tiny_flags]
+    tiny_flags += ["--hidden", "128", *family.tiny_flags, *shlex.split(args.tiny_args)]
     tiny = Stage(
         "tiny-model",
         [python, "-m", "tool_envs.cli", "tiny-model", *tiny_flags, "--seed", str(args.seed)],

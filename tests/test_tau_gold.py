@@ -9,6 +9,7 @@ plays.
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 
 import gymnasium as gym
 import pytest
@@ -17,6 +18,7 @@ import tool_envs
 from tool_envs.tau.gold import ASK_PREFIX, CONFIRM_SUFFIX
 from tool_envs.tau.task import parse_scenario
 from tool_envs.tau.tools import write_tool_names
+from tool_envs.tau.users.scripted import IDENTITY_FIELDS
 
 gym.register_envs(tool_envs)
 
@@ -67,6 +69,28 @@ def test_gold_calls_use_only_what_the_user_or_a_tool_said(domain_env):
                     checked += 1
             said += f"{message.get('content') or ''}\n"
     assert checked > len(tasks)  # identities at least: the check is not vacuous
+
+
+def test_the_first_question_does_not_depend_on_which_identity_the_user_knows(domain_env):
+    """Users of one category who know different identities (an email, or a name and zip code)
+    open alike, so the gold must ask them alike; a question naming the hidden identity would
+    teach a policy to guess (13 of 40 retail SFT checks departed from the gold there)."""
+    env, _ = domain_env
+    asked: dict[tuple, set[str]] = defaultdict(set)
+    identities: dict[tuple, set[tuple]] = defaultdict(set)
+    for tasks in env.task_splits().values():
+        for task in tasks:
+            known = parse_scenario(task["extra_info"]).known_info
+            turns = env.gold_turns(task)
+            if not turns or not turns[0].startswith(ASK_PREFIX):
+                continue
+            key = (task["extra_info"]["category"], *(f for f in known if f not in IDENTITY_FIELDS))
+            asked[key].add(turns[0])
+            identities[key].add(tuple(f for f in known if f in IDENTITY_FIELDS))
+    if env.domain.name != "airline":  # airline's users always give their user id
+        assert any(len(kinds) > 1 for kinds in identities.values())  # not vacuous
+    for key, questions in asked.items():
+        assert len(questions) == 1, (key, sorted(questions))
 
 
 def test_each_change_follows_the_users_yes_and_the_user_speaks_between_turns(domain_env):

@@ -8,7 +8,7 @@
 # (trl, datasets, gymnasium, openai, pydantic, ...). Everything the run wrote comes back under
 # $OUT: the log, then in learn.tgz summary.json, every stage's log and metrics and the SFT
 # checks' departures from the gold (greedy_checks.jsonl), and the SFT model in sft-model.tgz. Settings: FAMILY, SEED, BUDGET (seconds
-# for learning.py), GRPO_STEPS, EVAL_TASKS, SFT_ARGS.
+# for learning.py), GRPO_STEPS, EVAL_TASKS, SFT_ARGS, TINY_ARGS (e.g. '--hidden 256').
 set -u
 start=$(date +%s)
 pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>&1 | grep -v "root user" | tail -2
@@ -18,7 +18,7 @@ python3 -c "import torch, transformers; print('torch', torch.__version__, 'trans
 echo "setup $(( $(date +%s) - start )) s"
 timeout "${BUDGET:-470}" python3 benchmarks/learning.py --family "${FAMILY:-tau-retail}" \
   --seed "${SEED:-0}" --device cuda --parallel 2 --out /tmp/learn \
-  --grpo-steps "${GRPO_STEPS:-40}" --eval-tasks "${EVAL_TASKS:-100}" \
+  --grpo-steps "${GRPO_STEPS:-40}" --eval-tasks "${EVAL_TASKS:-100}" --tiny-args "${TINY_ARGS:-}" \
   --sft-args "${SFT_ARGS:---max_steps 2400 --eval_every 200 --eval_every_near 50 --eval_tasks 40 --per_device_train_batch_size 16 --max_tasks 6000 --gold_workers 12}" \
   > "$OUT/learning.log" 2>&1
 echo "learning.py exit $? after $(( $(date +%s) - start )) s"

@@ -32,6 +32,10 @@ class Domain:
         user_tools: Tools the *user* can call on their own device (dual control, as in tau2's
             telecom domain); they act on the same episode database, so the reward's hash
             covers the device state too. None for domains where only the agent acts.
+        identity_ask: The identity fields the gold conversation asks for first, whichever ones
+            the task's user knows (retail: the email). A user who does not know one offers the
+            identity it does know, so the gold's first question depends only on what the agent
+            has seen. Empty: the gold asks for exactly the fields the user knows.
     """
 
     name: str
@@ -42,6 +46,7 @@ class Domain:
     load_splits: Callable[[], Mapping[str, Sequence[dict[str, Any]]]]
     user_keywords: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     user_tools: type[DatabaseTools] | None = None
+    identity_ask: tuple[str, ...] = ()
 
     def base(self, db_seed: int = 0) -> BaseTables:
         """The immutable starting state of database ``db_seed`` (0: the shipped one), built and

@@ -161,6 +161,7 @@ class TauEnv(ToolEnv):
             parse_reward_spec(task["reward_spec"]),
             parse_scenario(task["extra_info"]),
             writes=lambda name: name in self._toolset.names and self._toolset[name].writes,
+            identity_ask=self.domain.identity_ask,
         )
 
     def check_task(self, task: dict[str, Any]) -> None:

@@ -12,27 +12,32 @@ with user turns, as GRPO will.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from tool_envs.tau.task import GoldAction, TauRewardSpec, UserScenario, action_key
+from tool_envs.tau.users.scripted import IDENTITY_FIELDS
 
 ASK_PREFIX = "To help you with that, could you please give me your"
 CONFIRM_SUFFIX = "Shall I proceed? (yes/no)"
 
 
 def gold_conversation(
-    spec: TauRewardSpec, scenario: UserScenario, writes: Callable[[str], bool]
+    spec: TauRewardSpec,
+    scenario: UserScenario,
+    writes: Callable[[str], bool],
+    identity_ask: Sequence[str] = (),
 ) -> list[str] | None:
     """The gold assistant turns of a task, or None where the scenario cannot ask for one.
 
     ``writes(name)`` says whether a tool changes the database: a change is confirmed first,
     unless the user has said no (then the change is not in the gold and nothing is asked).
+    ``identity_ask`` is the domain's :attr:`~tool_envs.tau.domain.Domain.identity_ask`.
     """
     asks = {action_key(a.name, a.arguments): a.instruction for a in scenario.user_actions}
     turns = []
     if scenario.known_info:
-        turns.append(ask_for(scenario.known_info))
+        turns.append(ask_for(first_question_fields(scenario.known_info, identity_ask)))
     for action in spec.actions:
         if action.requestor == "user":
             instruction = asks.get(action_key(action.name, action.arguments))
@@ -56,9 +61,24 @@ def gold_conversation(
     return turns
 
 
-def ask_for(known_info: Mapping[str, Any]) -> str:
-    """One question for every field the user knows, in the words the field is named by."""
-    words = [field.replace("_", " ") for field in known_info]
+def first_question_fields(known_info: Mapping[str, Any], identity_ask: Sequence[str]) -> list[str]:
+    """The fields the gold's first question names: ``identity_ask`` in place of the identity
+    the user knows, then the user's other fields.
+
+    Which identity a user knows is hidden from the agent (the opening message does not say), so
+    a first question that named it would teach a policy to guess. The scripted user answers a
+    question for an identity it lacks with the one it has (rule 2 of
+    :mod:`tool_envs.tau.users.scripted`), and the gold's lookup then follows what it was told.
+    """
+    if not identity_ask or not any(field in IDENTITY_FIELDS for field in known_info):
+        return list(known_info)
+    others = [field for field in known_info if field not in IDENTITY_FIELDS]
+    return [*identity_ask, *others]
+
+
+def ask_for(fields: Iterable[str]) -> str:
+    """One question for every field named, in the words the field is named by."""
+    words = [field.replace("_", " ") for field in fields]
     listed = words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
     return f"{ASK_PREFIX} {listed}?"
 

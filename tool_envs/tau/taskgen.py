@@ -199,6 +199,7 @@ class TaskSource(Generic[C]):
         *,
         user_tools: type[DatabaseTools] | None = None,
         user_keywords: Mapping[str, tuple[str, ...]] | None = None,
+        identity_ask: tuple[str, ...] = (),
     ) -> Domain:
         """The :class:`Domain` whose name, env id, policy, tables and tasks are these."""
         return Domain(
@@ -210,6 +211,7 @@ class TaskSource(Generic[C]):
             load_splits=self.default_splits,
             user_keywords=dict(user_keywords or {}),
             user_tools=user_tools,
+            identity_ask=identity_ask,
         )
 
     def _weights(self, categories: Sequence[str] | None) -> Mapping[str, float]:

@@ -76,7 +76,8 @@ USER_KEYWORDS: dict[str, tuple[str, ...]] = {
 }
 """Words that make the scripted user give a field of ``known_info`` (besides its name)."""
 
-DOMAIN = TASKS.make_domain(DoordashTools, user_keywords=USER_KEYWORDS)
+# A customer who does not remember the email answers with the phone number.
+DOMAIN = TASKS.make_domain(DoordashTools, user_keywords=USER_KEYWORDS, identity_ask=("email",))
 
 
 class TauDoordashEnv(TauEnv):

@@ -74,7 +74,9 @@ USER_KEYWORDS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 """Words that make the scripted user give a field of ``known_info`` (besides its name)."""
 
-DOMAIN = TASKS.make_domain(HealthcareTools, user_keywords=USER_KEYWORDS)
+DOMAIN = TASKS.make_domain(
+    HealthcareTools, user_keywords=USER_KEYWORDS, identity_ask=("member_id", "date_of_birth")
+)
 
 
 class TauHealthcareEnv(TauEnv):

@@ -21,6 +21,7 @@ from tool_envs.tau.env import TauEnv
 
 DOMAIN = TASKS.make_domain(
     RetailTools,
+    identity_ask=("email",),  # a user without one offers a name and zip code
     user_keywords={
         "reason": ("reason", "why"),
         "items": ("which item", "which items", "what item", "which product", "which products"),

@@ -27,6 +27,9 @@ from tool_envs.tau.env import TauEnv
 DOMAIN = TASKS.make_domain(
     TelecomTools,
     user_tools=PhoneTools,
+    # All three: a customer says the two it knows, or all three where the gold looks the
+    # account up by name and date of birth, so the lookup follows what was said.
+    identity_ask=("phone_number", "name", "date_of_birth"),
     user_keywords={
         "phone_number": (
             "phone number",
