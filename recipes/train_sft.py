@@ -38,6 +38,16 @@ class GoldArguments(TaskArguments):
             "worker gets at least 100 tasks: smaller sets are played in this process."
         },
     )
+    loss_on: str = field(
+        default="policy",
+        metadata={
+            "help": "Tokens the loss covers: 'policy' (the agent's turns, as GRPO trains) or "
+            "'transcript' (every token, user replies and tool results too: more copies of ids "
+            "for a tiny model trained from scratch to learn from; see "
+            "tool_envs.rollout.sft.with_loss_on).",
+            "choices": ["policy", "transcript"],
+        },
+    )
     eval_tasks: int = field(default=50, metadata={"help": "Held-out tasks per success check."})
     eval_every: int = field(default=20, metadata={"help": "Steps between success checks."})
     eval_max_completion_length: int = field(
@@ -89,7 +99,7 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
         one_line_logs,
     )
     from tool_envs.rollout import RolloutConfig
-    from tool_envs.rollout.sft import check_fits, gold_sft_rows_in_processes
+    from tool_envs.rollout.sft import check_fits, gold_sft_rows_in_processes, with_loss_on
 
     rows, held_out, tokenizer = gold_args.start(
         model_args.model_name_or_path, heldout=(gold_args.eval_split, gold_args.eval_tasks)
@@ -97,8 +107,10 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
     train_rows = gold_sft_rows_in_processes(
         tokenizer, rows, RolloutConfig(max_completion_length=4096), gold_args.gold_workers
     )
+    train_rows = with_loss_on(train_rows, gold_args.loss_on)
     tokens = sum(len(row["input_ids"]) for row in train_rows)
-    print(f"{len(train_rows)} gold trajectories, {tokens} tokens")
+    trained = sum(sum(row["assistant_masks"]) for row in train_rows)
+    print(f"{len(train_rows)} gold trajectories, {tokens} tokens, loss on {trained}")
     try:
         check_fits(train_rows, training_args.max_length)  # TRL would cut them, silently
     except ValueError as exc:

@@ -55,6 +55,26 @@ def sft_rows(rollouts: Sequence[Rollout]) -> list[dict[str, list[int]]]:
     ]
 
 
+LOSS_ON = ("policy", "transcript")
+
+
+def with_loss_on(rows: Sequence[dict[str, list[int]]], loss_on: str) -> list[dict[str, list[int]]]:
+    """``rows`` whose loss covers the agent's tokens (``policy``) or every token (``transcript``).
+
+    A pretrained model can already copy an id it was told; a tiny random one must learn to,
+    and the agent's turns give it few copies to learn from (~255 of a tau cancellation's ~2,200
+    tokens). The user's replies and the tool results repeat the same ids (an order id the user
+    gave comes back in the order record), so a loss on the whole transcript teaches copying from
+    every line. It also teaches the env's lines, which a policy never writes: an explicit choice
+    for warm-starting tiny models, never the default.
+    """
+    if loss_on not in LOSS_ON:
+        raise ValueError(f"loss_on must be one of {', '.join(LOSS_ON)}, got {loss_on!r}")
+    if loss_on == "policy":
+        return list(rows)
+    return [{**row, "assistant_masks": [1] * len(row["input_ids"])} for row in rows]
+
+
 def gold_sft_rows(engine: RolloutEngine, tasks: Sequence[Mapping[str, Any]]) -> list[dict]:
     """Play every task's gold turns and return SFT rows; gold that fails its task is an error."""
     rollouts = engine.run(tasks, scripts=gold_scripts(tasks))
