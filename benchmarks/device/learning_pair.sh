@@ -1,0 +1,33 @@
+#!/bin/bash
+# Two variants of one benchmarks/learning.py seed side by side on a lent GPU, as one `device`
+# call (issue 32): the tiny models leave most of the GPU idle, so two runs share it at little
+# cost to each, and an A/B of SFT settings fits one session's device time.
+#
+#   BUDGET=420 bash benchmarks/device/learning_pair.sh      (with carry: [".whl"])
+#
+# Setup as in learning_seed.sh (fill .whl/ first). Variant A gets SFT_ARGS plus A_ARGS, variant B
+# SFT_ARGS plus B_ARGS (default: the agent's tokens against the whole transcript, --loss_on).
+# DEVICE=cpu runs it here as a smoke test.
+# Back under $OUT: a.log, b.log and a.tgz, b.tgz (summary, logs, metrics, greedy_checks.jsonl).
+set -u
+start=$(date +%s)
+pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>&1 | grep -v "root user" | tail -2
+export PYTHONPATH=/tmp/site:$PWD
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+echo "setup $(( $(date +%s) - start )) s"
+sft="${SFT_ARGS:---max_steps 2400 --eval_every 200 --eval_every_near 50 --eval_tasks 40 --per_device_train_batch_size 16 --max_tasks 6000 --gold_workers 6}"
+for variant in a b; do
+  extra=$([ "$variant" = a ] && echo "${A_ARGS:---loss_on policy}" || echo "${B_ARGS:---loss_on transcript}")
+  timeout "${BUDGET:-420}" python3 benchmarks/learning.py --family "${FAMILY:-tau-retail}" \
+    --seed "${SEED:-0}" --device "${DEVICE:-cuda}" --parallel 2 --out "/tmp/learn-$variant" \
+    --grpo-steps "${GRPO_STEPS:-40}" --eval-tasks "${EVAL_TASKS:-100}" --tiny-args "${TINY_ARGS:-}" \
+    --sft-args "$sft $extra" > "$OUT/$variant.log" 2>&1 &
+done
+wait
+echo "both done after $(( $(date +%s) - start )) s"
+for variant in a b; do
+  (cd "/tmp/learn-$variant" && find . \( -name '*.log' -o -name '*.json' -o -name '*.jsonl' \) \
+    -size -5M -not -path './tasks/*' -print0 | tar czf "$OUT/$variant.tgz" --null -T -)
+  echo "== $variant"; grep -aE "^step .*(greedy|departures)" "/tmp/learn-$variant/logs/sft.log" | tail -6
+  grep -E "VERDICT|stopped short" "$OUT/$variant.log"
+done
