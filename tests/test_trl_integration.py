@@ -90,6 +90,7 @@ def test_grpo_step_with_model_generation_changes_weights(tiny, tmp_path, monkeyp
     assert all(len(set(output["task_id"][i : i + 4])) == 1 for i in range(0, 8, 4))
     logged = trainer.state.log_history[0]
     assert {"env/success_rate", "env/turns", "env/tool_calls", "env/parse_errors"} <= set(logged)
+    assert 0 < logged["rollout/seconds"] < logged["step_time"]  # playing is part of the step
 
 
 def test_grpo_step_on_multi_turn_episodes_honours_env_mask(tiny, tmp_path, monkeypatch):

