@@ -8,17 +8,19 @@ The transformers backend encodes that context again at each turn; vLLM colocate 
 an in-process engine as in TRL's colocate mode) keeps its KV cache across an episode's turns and
 shares the prompt's prefix between episodes (prefix caching). This runs the same GRPO steps
 through ``recipes/train_grpo.py`` with ``recipes/configs/tau_retail_cpu_grpo.yaml`` (16 episodes
-a step, 2 tasks x 8 generations) both ways, the transformers backend being the baseline, and
-prints a table: the first step, then medians over the later steps of the step time and its two
-parts, playing the episodes (``rollout/seconds``: generation and env steps) and the rest
-(training), with the turns and policy tokens the episodes had.
+a step, 2 tasks x 8 generations) three ways: the transformers backend (the baseline), vLLM
+colocate, and vLLM colocate without TRL's importance-sampling correction (by default TRL scores
+every vLLM-sampled sequence with the policy once more before the update). It prints a table:
+the first step, then medians over the later steps of the step time and its two parts, playing
+the episodes (``rollout/seconds``: generation and env steps) and the rest (training), with the
+turns and policy tokens the episodes had.
 
 ``--model`` must be a policy that plays multi-turn conversations: a random or barely trained
 model ends its episodes after one turn, and then neither backend sees the contexts that prefix
 caching is for. An SFT warm start does, even one that misses its target: the ``sft`` folder of
 ``benchmarks/learning.py --family tau-retail`` (or of ``benchmarks/device/learning_seed.sh``'s
-``sft-model.tgz``). Both arms start from it with the same seed and tasks; their episodes are
-sampled (temperature 0.7), so their lengths differ by chance, and the table says so.
+``sft-model.tgz``). Every arm starts from it with the same seed and tasks; their episodes are
+sampled (temperature 0.7), so their lengths differ by chance; the table shows them.
 
 Not part of CI: each arm is a few minutes on 2 CPU cores.
 """
@@ -108,10 +110,18 @@ def main() -> None:
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-tau-grpo-"))
     out.mkdir(parents=True, exist_ok=True)
     tasks = write_tasks(out / "tasks")
-    arms = {"transformers": (), "vLLM colocate": VLLM_FLAGS}
+    # TRL (1.16) scores every vLLM-sampled sequence with the policy once more before the update,
+    # to correct for the two engines' mismatch (vllm_importance_sampling_correction, on by
+    # default): a forward pass the transformers arm does not need. The third arm leaves it out.
+    no_correction = ("--vllm_importance_sampling_correction", "false")
+    arms = {
+        "transformers": (),
+        "vLLM colocate": VLLM_FLAGS,
+        "vLLM colocate, no IS correction": (*VLLM_FLAGS, *no_correction),
+    }
     rows = []
     for name, flags in arms.items():
-        folder = name.replace(" ", "-").lower()
+        folder = name.replace(",", "").replace(" ", "-").lower()
         stage = arm_stage(folder, args.model.resolve(), tasks, out, args.steps, flags)
         wall, _ = run_stage(stage, args.threads, reuse=False, logs=out)
         rows.append(summarize(name, step_records(stage.folder), wall))

@@ -3,7 +3,8 @@
     python recipes/train_sft.py --config recipes/configs/calculator_cpu_sft.yaml
 
 Gold turns are played through each env by the rollout engine, so SFT trains on exactly the token
-layout GRPO uses later, with the loss on assistant tokens only. With ``stop_at_success`` training
+layout GRPO uses later, with the loss on assistant tokens only (``loss_on transcript``: every
+token, for tiny models that must learn to copy ids first). With ``stop_at_success`` training
 stops once greedy success on held-out tasks reaches it: a warm start for RL should stop
 mid-learning, or every GRPO group gets equal rewards and nothing is left to learn. Success can
 jump by tens of points between checks, so near the target checks come every ``eval_every_near``

@@ -3,7 +3,7 @@
 # call (issue 32): the tiny models leave most of the GPU idle, so two runs share it at little
 # cost to each, and an A/B of SFT settings fits one session's device time.
 #
-#   BUDGET=420 bash benchmarks/device/learning_pair.sh      (with carry: [".whl"])
+#   BUDGET=480 bash benchmarks/device/learning_pair.sh      (with carry: [".whl"]; timeout_s 560)
 #
 # Setup as in learning_seed.sh (fill .whl/ first). Variant A gets SFT_ARGS plus A_ARGS, variant B
 # SFT_ARGS plus B_ARGS (default: the agent's tokens against the whole transcript, --loss_on).
@@ -18,7 +18,7 @@ echo "setup $(( $(date +%s) - start )) s"
 sft="${SFT_ARGS:---max_steps 2400 --eval_every 200 --eval_every_near 50 --eval_tasks 40 --per_device_train_batch_size 16 --max_tasks 6000 --gold_workers 6}"
 for variant in a b; do
   extra=$([ "$variant" = a ] && echo "${A_ARGS:---loss_on policy}" || echo "${B_ARGS:---loss_on transcript}")
-  timeout "${BUDGET:-420}" python3 benchmarks/learning.py --family "${FAMILY:-tau-retail}" \
+  timeout "${BUDGET:-480}" python3 benchmarks/learning.py --family "${FAMILY:-tau-retail}" \
     --seed "${SEED:-0}" --device "${DEVICE:-cuda}" --parallel 2 --out "/tmp/learn-$variant" \
     --grpo-steps "${GRPO_STEPS:-40}" --eval-tasks "${EVAL_TASKS:-100}" --tiny-args "${TINY_ARGS:-}" \
     --sft-args "$sft $extra" > "$OUT/$variant.log" 2>&1 &
