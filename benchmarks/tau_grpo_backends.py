@@ -34,26 +34,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from learning import REPO, Stage, run_stage
+from learning import FAMILIES, Stage, run_stage
 
-from tool_envs.tau.task_set import write_task_set
-
-CONFIG = REPO / "recipes/configs/tau_retail_cpu_grpo.yaml"
+CONFIG = FAMILIES["tau-retail"].grpo_config
 VLLM_FLAGS = (
     "--use_vllm", "true",
     "--vllm_mode", "colocate",
     "--vllm_gpu_memory_utilization", "0.1",  # on a CPU: the share of RAM vLLM reserves
     "--vllm_max_model_length", "4096",  # the prompt and the config's 3,072-token episode
 )  # fmt: skip
-
-
-def write_tasks(folder: Path) -> Path:
-    """Cancellations from 40 generated databases with the compact prompt, as learning.py's
-    tau-retail family (fewer: a few steps draw 2 tasks each)."""
-    sizes = {"train": 512, "test": 8}
-    return write_task_set(
-        folder, "retail", sizes, categories=["cancel"], prompt="compact", seed=0, databases=40
-    )
 
 
 def arm_stage(name: str, model: Path, tasks: Path, out: Path, steps: int, flags: tuple) -> Stage:
@@ -109,7 +98,10 @@ def main() -> None:
         parser.error("--steps must be at least 2: the first step is warm-up")
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-tau-grpo-"))
     out.mkdir(parents=True, exist_ok=True)
-    tasks = write_tasks(out / "tasks")
+    # learning.py's tau-retail task set, smaller: a few steps draw 2 training tasks each.
+    tasks = FAMILIES["tau-retail"].write_tasks(
+        out / "tasks", {"train": 512, "test": 8, "heldout": 8}
+    )
     # TRL (1.16) scores every vLLM-sampled sequence with the policy once more before the update,
     # to correct for the two engines' mismatch (vllm_importance_sampling_correction, on by
     # default): a forward pass the transformers arm does not need. The third arm leaves it out.

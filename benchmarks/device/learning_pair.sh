@@ -10,10 +10,9 @@
 # DEVICE=cpu runs it here as a smoke test.
 # Back under $OUT: a.log, b.log and a.tgz, b.tgz (summary, logs, metrics, greedy_checks.jsonl).
 set -u
+source "$(dirname "$0")/common.sh"
 start=$(date +%s)
-pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>&1 | grep -v "root user" | tail -2
-export PYTHONPATH=/tmp/site:$PWD
-nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+device_setup
 echo "setup $(( $(date +%s) - start )) s"
 sft="${SFT_ARGS:---max_steps 2400 --eval_every 200 --eval_every_near 50 --eval_tasks 40 --per_device_train_batch_size 16 --max_tasks 6000 --gold_workers 6}"
 for variant in a b; do
@@ -26,8 +25,7 @@ done
 wait
 echo "both done after $(( $(date +%s) - start )) s"
 for variant in a b; do
-  (cd "/tmp/learn-$variant" && find . \( -name '*.log' -o -name '*.json' -o -name '*.jsonl' \) \
-    -size -5M -not -path './tasks/*' -print0 | tar czf "$OUT/$variant.tgz" --null -T -)
+  pack_run "/tmp/learn-$variant" "$OUT/$variant.tgz"
   echo "== $variant"; grep -aE "^step .*(greedy|departures)" "/tmp/learn-$variant/logs/sft.log" | tail -6
   grep -E "VERDICT|stopped short" "$OUT/$variant.log"
 done
