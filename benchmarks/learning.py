@@ -646,10 +646,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         departed = sft_last_departures(sft.folder)
         if departed:
             print(f"SFT's last check: first departures from the gold: {departed}")
+        gold_checks = sft_summary(sft.folder).get("gold_checks") or []
+        if gold_checks:
+            step, scores = gold_checks[-1]
+            print(f"SFT's last check (step {step}), teacher-forced on the gold: {scores}")
         print("VERDICT: FAIL (SFT never reached its target; no GRPO arm was run)")
         summary = {"seed": args.seed, "verdict": False, "failure": "sft_target"}
         summary["sft_stop_checks"] = sft_stop_history(logs / "sft.log")
         summary["sft_last_departures"] = departed
+        summary["sft_gold_checks"] = gold_checks
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
         return 1
     history = sft_stop_history(logs / "sft.log")
@@ -744,6 +749,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "device": args.device,
         "sft_stop_checks": history,
         "sft_saved": sft_saved,
+        "sft_gold_checks": sft_summary(sft.folder).get("gold_checks"),
         "rows": rows,
         "verdict": None if args.quick else passed,
         "timings_s": timings,

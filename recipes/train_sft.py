@@ -9,13 +9,16 @@ stops once greedy success on held-out tasks reaches it: a warm start for RL shou
 mid-learning, or every GRPO group gets equal rewards and nothing is left to learn. Success can
 jump by tens of points between checks, so near the target checks come every ``eval_every_near``
 steps, a check past ``stop_at_success + overshoot`` rewinds to the last check below it, and the
-saved model is the check nearest the target (``sft_summary.json``: ``saved``, every check). A
-run that ends without reaching it still saves the model, but exits 1 saying so (and
-``sft_summary.json`` records it): GRPO from a near-zero policy learns nothing, silently.
+saved model is the check nearest the target (``sft_summary.json``: ``saved``, every check).
+With ``gold_probe`` each check also scores the check tasks' gold conversations under teacher
+forcing, which moves while greedy success still reads 0. A run that ends without reaching the
+target still saves the model, but exits 1 saying so (and ``sft_summary.json`` records it): GRPO
+from a near-zero policy learns nothing, silently.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +50,15 @@ class GoldArguments(TaskArguments):
             "for a tiny model trained from scratch to learn from; see "
             "tool_envs.rollout.sft.with_loss_on).",
             "choices": ["policy", "transcript"],
+        },
+    )
+    gold_probe: bool = field(
+        default=False,
+        metadata={
+            "help": "At each check, also score the check tasks' gold conversations under "
+            "teacher forcing (the agent's tokens, its digits, its exact turns), one forward "
+            "pass each: these move while greedy success still reads 0, as a tau warm start's "
+            "does for thousands of steps (tool_envs.eval.teacher_forced)."
         },
     )
     eval_tasks: int = field(default=50, metadata={"help": "Held-out tasks per success check."})
@@ -94,6 +106,7 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
     import datasets
     from trl import SFTTrainer, get_peft_config
 
+    from tool_envs.eval.teacher_forced import digit_token_ids, gold_scores
     from tool_envs.integrations.trl.callbacks import (
         EnvSuccessCallback,
         MetricsFile,
@@ -105,9 +118,13 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
     rows, held_out, tokenizer = gold_args.start(
         model_args.model_name_or_path, heldout=(gold_args.eval_split, gold_args.eval_tasks)
     )
-    train_rows = gold_sft_rows_in_processes(
-        tokenizer, rows, RolloutConfig(max_completion_length=4096), gold_args.gold_workers
-    )
+    gold_config = RolloutConfig(max_completion_length=4096)
+    train_rows = gold_sft_rows_in_processes(tokenizer, rows, gold_config, gold_args.gold_workers)
+    gold_probe = None
+    if gold_args.gold_probe:
+        check_rows = gold_sft_rows_in_processes(tokenizer, held_out, gold_config, 1)
+        digits = digit_token_ids(tokenizer)
+        gold_probe = functools.partial(gold_scores, rows=check_rows, digit_ids=digits)
     train_rows = with_loss_on(train_rows, gold_args.loss_on)
     tokens = sum(len(row["input_ids"]) for row in train_rows)
     trained = sum(sum(row["assistant_masks"]) for row in train_rows)
@@ -133,6 +150,7 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
         near_margin=gold_args.near_margin,
         overshoot=gold_args.overshoot,
         snapshot=None if gold_args.target_snapshot == "no" else gold_args.target_snapshot,
+        gold_probe=gold_probe,
     )
     trainer = SFTTrainer(
         model=model_args.model_name_or_path,

@@ -122,7 +122,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 
 # --------------------------------------------------------------------------- file order
-# `make test` hands test files to two workers (pytest-xdist, --dist loadfile) in collection
+# `make test` hands test files to two workers (pytest-xdist, --dist loadgroup) in collection
 # order. Alphabetically the longest files come last, so one worker ran the last of them while
 # the other sat idle for minutes; started first, the long files finish while the short ones
 # fill in around them. Longest first, as measured with --durations (2026-11-27, 2 cores).
@@ -143,6 +143,38 @@ LONGEST_FILES = (
 )
 
 
+# --------------------------------------------------------------------------- worker groups
+# `make test` keeps each file on one worker (--dist loadfile), so its module fixtures start once.
+# The files that use the session's vLLM server go to one worker together, which then starts that
+# server (~40 s of CPU) for all of them, instead of both workers starting one. (xdist's loadgroup
+# would do this with marks, but xdist 3.8 cannot set group ids under pytest 9.2's node ids.)
+VLLM_SERVER_FILES = (
+    "test_async_vllm.py",
+    "test_async_worker.py",
+    "test_backends_http.py",
+    "test_eval.py",
+    "test_helper_failures.py",
+    "test_vllm_backends.py",
+)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class OneWorkerForTheVLLMServer(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return "vllm-server" if scope.rsplit("/", 1)[-1] in VLLM_SERVER_FILES else scope
+
+    return OneWorkerForTheVLLMServer(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     rank = {name: place for place, name in enumerate(LONGEST_FILES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: order within a file
+    served = {item.path.name for item in items if "vllm_server" in item.fixturenames}
+    unlisted = served - set(VLLM_SERVER_FILES)
+    if unlisted:
+        raise pytest.UsageError(f"add {sorted(unlisted)} to VLLM_SERVER_FILES in tests/conftest.py")

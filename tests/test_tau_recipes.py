@@ -53,6 +53,10 @@ def test_sft_on_gold_conversations_then_grpo_steps(tiny_retail, retail_tasks, tm
     assert_a_quiet_console(out, err, steps=2)
     assert "24 gold trajectories" in out  # every row kept: none cut by max_length
     assert "greedy success checks: [(2, " in out
+    # The check also scored the 2 check tasks' gold under teacher forcing (seven agent turns each).
+    assert "step 2: teacher-forced on the gold: agent tokens 0." in out
+    check = json.loads((sft_dir / "greedy_checks.jsonl").read_text().splitlines()[0])
+    assert check["gold"]["turns"] == 14 and check["gold"]["digits"] > 0
 
     out, err = run(
         "train_grpo.py",

@@ -26,6 +26,6 @@ wait
 echo "both done after $(( $(date +%s) - start )) s"
 for variant in a b; do
   pack_run "/tmp/learn-$variant" "$OUT/$variant.tgz"
-  echo "== $variant"; grep -aE "^step .*(greedy|departures)" "/tmp/learn-$variant/logs/sft.log" | tail -6
+  echo "== $variant"; grep -aE "^step .*(greedy|departures|teacher-forced)" "/tmp/learn-$variant/logs/sft.log" | tail -9
   grep -E "VERDICT|stopped short" "$OUT/$variant.log"
 done

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from tool_envs.eval.departures import departure_counts
 from tool_envs.eval.heldout import HeldoutComparison, HeldoutEvaluator
+from tool_envs.eval.teacher_forced import GoldScores
 from tool_envs.rollout.engine import RolloutConfig
 
 
@@ -255,7 +256,9 @@ class EnvSuccessCallback(TrainerCallback):
 
     ``snapshot=None`` keeps none: the model ends with the weights of the last step (the rule
     before). ``evaluator`` (default a :class:`HeldoutEvaluator` of ``tasks``) is anything with
-    ``success(model) -> float``.
+    ``success(model) -> float``. ``gold_probe`` (``model -> GoldScores``, e.g. teacher-forced
+    :func:`~tool_envs.eval.teacher_forced.gold_scores` on the check tasks' gold) runs at each
+    check too; its scores move while greedy success still reads 0 (``gold_history``).
     """
 
     def __init__(
@@ -273,6 +276,7 @@ class EnvSuccessCallback(TrainerCallback):
         snapshot_dir: str | os.PathLike[str] | None = None,
         max_rewinds: int = 3,
         evaluator: Any = None,
+        gold_probe: Callable[[Any], GoldScores] | None = None,
     ):
         if evaluator is None:
             evaluator = HeldoutEvaluator(tokenizer, tasks, config)
@@ -287,6 +291,8 @@ class EnvSuccessCallback(TrainerCallback):
         self.snapshot_dir = snapshot_dir
         self.max_rewinds = max_rewinds
         self.history: list[tuple[int, float]] = []
+        self.gold_probe = gold_probe
+        self.gold_history: list[tuple[int, dict[str, Any]]] = []
         self.rewinds: list[dict[str, Any]] = []
         self.saved: dict[str, Any] | None = None  # the check whose weights the model ends with
         self._snapshot: WeightSnapshot | None = None
@@ -310,7 +316,13 @@ class EnvSuccessCallback(TrainerCallback):
         self.history.append((step, success))
         self._current, self._current_at = (step, success), step
         print(f"step {step}: greedy success on {len(self.tasks)} tasks = {success:.2f}")
-        self._report_departures(args, step, success)
+        gold = None
+        if self.gold_probe is not None:
+            scores = self.gold_probe(model)
+            gold = scores.as_dict()
+            self.gold_history.append((step, gold))
+            print(f"step {step}: teacher-forced on the gold: {scores.summary()}")
+        self._report_departures(args, step, success, gold)
         if self.stop_at is not None and success < self.stop_at:
             if self._snapshot is not None:
                 self._snapshot.save(model, (step, success))
@@ -322,9 +334,12 @@ class EnvSuccessCallback(TrainerCallback):
         self._next_check = step + self.every_steps_near if self._near() else None
         return control
 
-    def _report_departures(self, args: Any, step: int, success: float) -> None:
+    def _report_departures(
+        self, args: Any, step: int, success: float, gold: dict[str, Any] | None
+    ) -> None:
         """Where the failed check episodes left their gold: one line printed, and every
-        departure appended to ``OUTPUT_DIR/greedy_checks.jsonl`` (main process only)."""
+        departure appended to ``OUTPUT_DIR/greedy_checks.jsonl`` (main process only), with the
+        gold probe's scores (``gold``) when there is a probe."""
         if not hasattr(self.evaluator, "departures"):
             return
         found = self.evaluator.departures()
@@ -334,6 +349,8 @@ class EnvSuccessCallback(TrainerCallback):
             path = Path(args.output_dir, "greedy_checks.jsonl")
             path.parent.mkdir(parents=True, exist_ok=True)
             record = {"step": step, "success": success, "departures": [d.as_dict() for d in found]}
+            if gold is not None:
+                record["gold"] = gold
             with path.open("a", encoding="utf-8") as file:
                 file.write(json.dumps(record) + "\n")
 
@@ -426,13 +443,15 @@ class EnvSuccessCallback(TrainerCallback):
 
     def write_summary(self, path: str | os.PathLike[str], steps: int) -> Path:
         """The checks as JSON: ``steps``, ``stop_at_success``, ``reached``, ``checks`` (every
-        (step, success)), ``saved`` (the check the saved weights are from), ``rewinds``."""
+        (step, success)), ``gold_checks`` (every (step, gold probe scores)), ``saved`` (the check
+        the saved weights are from), ``rewinds``."""
         summary = {
             "steps": steps,
             "stop_at_success": self.stop_at,
             "reached": self.reached,
             "saved": self.saved or self._point(None, steps),
             "checks": self.history,
+            "gold_checks": self.gold_history,
             "rewinds": self.rewinds,
             "every_steps": self.every_steps,
             "every_steps_near": self.every_steps_near,
