@@ -658,14 +658,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
         return 1
     history = sft_stop_history(logs / "sft.log")
-    sft_saved = sft_summary(sft.folder).get("saved")
+    sft_record = sft_summary(sft.folder)
+    sft_saved = sft_record.get("saved")
     if history:
         shown = ", ".join(f"step {step}: {value:.2f}" for step, value in history[-6:])
         print(
             f"SFT stopped after {history[-1][0]} steps; last greedy checks on its dev set: {shown}"
         )
     if sft_saved and sft_saved.get("success") is not None:
-        rewinds = len(sft_summary(sft.folder).get("rewinds", []))
+        rewinds = len(sft_record.get("rewinds", []))
         print(
             f"SFT stop: kept the weights of step {sft_saved['step']} ({sft_saved['updates']} "
             f"updates), dev success {sft_saved['success']:.2f}; {rewinds} rewinds"
@@ -749,7 +750,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "device": args.device,
         "sft_stop_checks": history,
         "sft_saved": sft_saved,
-        "sft_gold_checks": sft_summary(sft.folder).get("gold_checks"),
+        "sft_gold_checks": sft_record.get("gold_checks"),
         "rows": rows,
         "verdict": None if args.quick else passed,
         "timings_s": timings,

@@ -122,7 +122,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 
 # --------------------------------------------------------------------------- file order
-# `make test` hands test files to two workers (pytest-xdist, --dist loadgroup) in collection
+# `make test` hands test files to two workers (pytest-xdist, --dist loadfile) in collection
 # order. Alphabetically the longest files come last, so one worker ran the last of them while
 # the other sat idle for minutes; started first, the long files finish while the short ones
 # fill in around them. Longest first, as measured with --durations (2026-11-27, 2 cores).

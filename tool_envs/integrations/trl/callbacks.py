@@ -322,7 +322,7 @@ class EnvSuccessCallback(TrainerCallback):
             gold = scores.as_dict()
             self.gold_history.append((step, gold))
             print(f"step {step}: teacher-forced on the gold: {scores.summary()}")
-        self._report_departures(args, step, success, gold)
+        self._record_check(args, step, success, gold)
         if self.stop_at is not None and success < self.stop_at:
             if self._snapshot is not None:
                 self._snapshot.save(model, (step, success))
@@ -334,7 +334,7 @@ class EnvSuccessCallback(TrainerCallback):
         self._next_check = step + self.every_steps_near if self._near() else None
         return control
 
-    def _report_departures(
+    def _record_check(
         self, args: Any, step: int, success: float, gold: dict[str, Any] | None
     ) -> None:
         """Where the failed check episodes left their gold: one line printed, and every
