@@ -522,7 +522,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--variant", default="", help="names the arms' folders, so variants of one SFT coexist"
     )
+    parser.add_argument(
+        "--warm-start",
+        type=Path,
+        default=None,
+        help="an SFT model folder trained elsewhere (e.g. over several device calls by "
+        "benchmarks/device/sft_continue.sh): the tiny-model and SFT stages are skipped and the "
+        "GRPO arms start from it",
+    )
     args = parser.parse_args(argv)
+    if args.warm_start is not None:
+        args.warm_start = args.warm_start.resolve()
+        if not (args.warm_start / "config.json").is_file():
+            parser.error(f"--warm-start {args.warm_start}: no model folder (no config.json) there")
     if args.grpo_args and not args.variant:
         parser.error(
             "--grpo-args needs --variant NAME, so the variant's arms get their own folders"
@@ -535,7 +547,8 @@ def stages(
 ) -> tuple[Stage, Stage, dict[str, Stage]]:
     """The tiny-model, SFT and GRPO-arm subprocesses, with every setting on the command line."""
     python = sys.executable
-    model_dir, sft_dir = out / "tiny-model", out / "sft"
+    model_dir = out / "tiny-model"
+    sft_dir = args.warm_start or out / "sft"
     tiny_flags = ["--env", family.env_id, "--out", str(model_dir), "--layers", "4"]
     tiny_flags += ["--hidden", "128", *family.tiny_flags, *shlex.split(args.tiny_args)]
     tiny = Stage(
@@ -635,9 +648,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{args.family} task set (seed {TASK_SEED}): {shown}, {count} held-out")
     tiny, sft, arms = stages(args, family, out)
     device = args.device
-    timings["tiny model"], reused = run_stage(tiny, args.threads, args.reuse, logs)
+    if args.warm_start is not None:
+        print(f"[sft] warm start {args.warm_start}: trained elsewhere, no tiny-model or SFT stage")
+        reused = args.reuse
+    else:
+        timings["tiny model"], reused = run_stage(tiny, args.threads, args.reuse, logs)
     try:
-        timings["SFT"], reused = run_stage(sft, args.threads, args.reuse and reused, logs, device)
+        if args.warm_start is None:
+            timings["SFT"], reused = run_stage(
+                sft, args.threads, args.reuse and reused, logs, device
+            )
     except SystemExit:
         if sft_reached(sft.folder) is not False:
             raise
@@ -657,7 +677,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary["sft_gold_checks"] = gold_checks
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
         return 1
-    history = sft_stop_history(logs / "sft.log")
+    history = sft_stop_history(logs / "sft.log") if args.warm_start is None else []
     sft_record = sft_summary(sft.folder)
     sft_saved = sft_record.get("saved")
     if history:
@@ -741,6 +761,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\nWall time per stage:")
     for name, seconds in timings.items():
         print(f"  {name:16} {seconds:7.1f} s")
+    ran = (tiny, sft) if args.warm_start is None else ()
     summary = {
         "family": args.family,
         "seed": args.seed,
@@ -754,7 +775,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "rows": rows,
         "verdict": None if args.quick else passed,
         "timings_s": timings,
-        "commands": {stage.name: stage.command for stage in (tiny, sft, *arms.values())},
+        "warm_start": None if args.warm_start is None else str(args.warm_start),
+        "commands": {stage.name: stage.command for stage in (*ran, *arms.values())},
         "curves": curves,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))

@@ -77,9 +77,18 @@ def trl_chat_template(name: str = "qwen2_5") -> str:
 def build_tokenizer(
     texts: Iterable[str], *, vocab_size: int = 512, chat_template: str | None = None
 ) -> Any:
-    """Train a byte-level BPE tokenizer on ``texts`` (digits split one per token)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    """Train a byte-level BPE tokenizer on ``texts`` (digits split one per token).
+
+    It is built for the Qwen2 models of :func:`build_model`, and it tokenizes as the saved folder
+    loads: transformers 5 loads a ``qwen2`` folder's tokenizer as ``Qwen2Tokenizer``, which keeps
+    the vocabulary and merges but applies its own normaliser and pre-tokenizer, not the ones in
+    ``tokenizer.json``. Training keeps its own pre-tokenizer (the merges every tiny model has had);
+    the returned tokenizer then uses Qwen2's, so the one in memory, the folder loaded by
+    ``AutoTokenizer`` and vLLM give the same ids for the same text.
+    """
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
+    from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
 
     backend = Tokenizer(models.BPE())
     backend.pre_tokenizer = pre_tokenizers.Sequence(
@@ -96,6 +105,13 @@ def build_tokenizer(
         show_progress=False,
     )
     backend.train_from_iterator(texts, trainer)
+    backend.normalizer = normalizers.NFC()
+    backend.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>"
     )
