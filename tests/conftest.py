@@ -126,9 +126,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 # order. Alphabetically the longest files come last, so one worker ran the last of them while
 # the other sat idle for minutes; started first, the long files finish while the short ones
 # fill in around them. Longest first, as measured with --durations (2026-11-27, 2 cores).
-# xdist would re-sort the files by their number of tests (--loadscope-reorder, on by default),
-# which put test_tau2_parity.py's 3 tests, the longest file, near the end again: the scheduler
-# below turns that off.
 LONGEST_FILES = (
     "test_tau2_parity.py",
     "test_recipes.py",
@@ -165,8 +162,6 @@ def pytest_xdist_make_scheduler(config, log):
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
-
-    config.option.loadscopereorder = False  # keep the LONGEST_FILES order (see above)
 
     class OneWorkerForTheVLLMServer(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
