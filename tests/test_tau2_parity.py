@@ -1,8 +1,8 @@
 """Our tau2 rewards equal tau2's own evaluator on EVERY official base task of every domain.
 
-For each task two episodes are played through the env with the scripted user: the gold
-actions and the gold with one argument changed; every fourth task also plays doing nothing (a
-do-nothing episode fails the same checks on every task, and a tau2 grading costs about a second
+Every task's gold actions are played through the env with the scripted user; every fourth
+task also plays the gold with one argument changed, and every eighth doing nothing (a
+do-nothing episode fails the same checks on every task, and a tau2 grading costs 1-1.5 s
 here). Each finished episode is
 exported as a tau2 ``SimulationRun`` and graded by tau2's ``evaluate_simulation``; the reward
 and every check (DB match, env assertions, action and communicate checks) must agree.
@@ -60,12 +60,13 @@ def test_rewards_equal_tau2_on_every_base_task(domain: str, tau2_pool) -> None:
     rows = load_tau2_tasks(domain, "base")
     played, episodes = [], []
     for number, row in enumerate(rows):
-        # Gold on every task; a perturbed gold on every other one and a do-nothing episode on
-        # every fourth, in turn (CI time: these two tests were the suite's longest).
+        # Gold on every task; a perturbed gold on every fourth and a do-nothing episode on every
+        # eighth, in turn (CI time: tau2 grades ~1.5 s an episode here, and these were the
+        # suite's longest tests; every other task perturbed took the whole CI run past 27 min).
         kinds = [("gold", env.gold_turns(row))]
-        if number % 2 == 0:
+        if number % 4 == 0:
             kinds.append(("perturbed", perturbed_turns(env, row)))
-        elif number % 4 == 1:
+        elif number % 8 == 1:
             kinds.append(("empty", empty_turns()))
         for kind, turns in kinds:
             played.append((row, kind, our_verdict(play(env, row, turns))))

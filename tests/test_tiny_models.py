@@ -33,8 +33,8 @@ TRICKY = [
 
 
 def test_the_built_tokenizer_splits_like_the_loaded_folder(tmp_path):
-    texts = env_texts("tool_envs/TauRetail-v0", limit=40)
-    built = build_tokenizer(texts, vocab_size=1024, chat_template=COMPACT_CHAT_TEMPLATE)
+    texts = env_texts("tool_envs/TauRetail-v0", limit=10)
+    built = build_tokenizer(texts, vocab_size=512, chat_template=COMPACT_CHAT_TEMPLATE)
     build_model(built, hidden_size=16, num_layers=1, num_heads=2, num_kv_heads=1).save_pretrained(
         tmp_path
     )
