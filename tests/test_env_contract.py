@@ -344,3 +344,33 @@ def test_a_bad_row_in_a_list_is_named_by_index_and_field():
 def test_bad_constructor_arguments_fail_at_make_time(kwargs, message):
     with pytest.raises(EnvConfigError, match=message):
         gym.make(ENV_ID, **kwargs)
+
+
+def test_new_envs_share_the_validated_default_rows_but_not_the_list():
+    from tool_envs.calculator import default_splits
+    from tool_envs.data import load_tasks
+
+    first, second = gym.make(ENV_ID), gym.make(ENV_ID)
+    rows, others = first.unwrapped.tasks, second.unwrapped.tasks
+    assert rows[0] is others[0]  # validated once (an env server makes an env per session)
+    rows.pop()
+    assert len(others) == len(rows) + 1
+    for seed in range(3):  # episodes play copies: the shared rows stay as validated
+        first.reset(seed=seed)
+        first.step(call("add", a=1, b=2))
+        first.step("final answer 3")
+    assert others == load_tasks(default_splits()["train"])
+
+
+def test_a_default_task_set_built_per_instance_is_its_own():
+    from tool_envs.calculator.env import CalculatorEnv
+
+    seeds = iter(range(100))
+
+    class FreshDefaults(CalculatorEnv):
+        def default_tasks(self):
+            return generate_splits({"x": 3}, seed=next(seeds))["x"]
+
+    envs = [FreshDefaults() for _ in range(3)]
+    questions = [tuple(row["prompt"][-1]["content"] for row in env.tasks) for env in envs]
+    assert len(set(questions)) == 3, questions

@@ -219,7 +219,7 @@ def test_the_grpo_recipe_with_ray_env_servers_trains_as_in_process(cluster, tmp_
     (Sampled at the config's temperature, seeded by the trainer: TRL's loss divides by the
     temperature, so 0 cannot run; a seeded sample is as reproducible as greedy here.)"""
     pytest.importorskip("trl", reason="the recipes need the 'train' extra (trl)")
-    from test_recipes import REPO, load_recipe
+    from recipe_helpers import REPO, load_recipe
     from test_trl_integration import recording
     from trl import GRPOConfig, ModelConfig, TrlParser
 

@@ -1,11 +1,9 @@
 """The training recipes as users run them: configs parse, dry runs validate, short runs train."""
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from recipe_helpers import REPO, assert_a_quiet_console, load_recipe, run, run_here
 
 pytest.importorskip("trl", reason="the recipes need the 'train' extra (trl)")
 from trl import GRPOConfig, ModelConfig, SFTConfig, TrlParser
@@ -13,18 +11,7 @@ from trl import GRPOConfig, ModelConfig, SFTConfig, TrlParser
 from tool_envs.calculator import default_splits
 from tool_envs.tiny_models import build_tiny_model_for_env
 
-REPO = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((REPO / "recipes/configs").glob("*.yaml"))
-
-
-def load_recipe(name):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, REPO / "recipes" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses resolve string annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +57,7 @@ def test_every_config_names_only_known_options(config):
 
 def test_the_async_recipe_dry_run_checks_tasks_and_the_worker(tiny_model, tmp_path):
     """The GPU-only async recipe: its config, tasks, template and worker, checked on a CPU."""
-    out = run(
+    out, _ = run_here(
         "train_async_grpo.py",
         "--config",
         REPO / "recipes/configs/calculator_qwen2.5_1.5b_async.yaml",
@@ -87,29 +74,8 @@ def test_the_async_recipe_dry_run_checks_tasks_and_the_worker(tiny_model, tmp_pa
     assert f"dry run: {count} tasks, the setup and the rollout worker are valid" in out
 
 
-def run(script, *args, timeout=300, with_stderr=False, exit_code=0):
-    # No TRL_EXPERIMENTAL_SILENCE here: the recipes set it themselves, as a user runs them.
-    command = [sys.executable, str(REPO / "recipes" / script), *map(str, args)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=REPO)
-    assert result.returncode == exit_code, result.stdout[-3000:] + result.stderr[-3000:]
-    return (result.stdout, result.stderr) if with_stderr else result.stdout
-
-
-def assert_a_quiet_console(stdout, stderr, steps):
-    """One short line per step, no Trainer dict, no warning printed twice."""
-    step_lines = [line for line in stdout.splitlines() if line.startswith("[step ")]
-    assert [line.split("]")[0] for line in step_lines] == [
-        f"[step {n}" for n in range(1, steps + 1)
-    ]
-    assert "{'loss'" not in stdout + stderr and "{'train_runtime'" not in stdout + stderr
-    assert "experimental" not in stderr.lower(), stderr[-2000:]
-    warnings = [line for line in stderr.splitlines() if "Warning:" in line]
-    messages = [line.split("Warning:", 1)[1] for line in warnings]
-    assert len(messages) == len(set(messages)), "\n".join(warnings)
-
-
 def test_dry_run_validates_without_training(tiny_model, calculator_tasks, tmp_path):
-    out = run(
+    out, _ = run_here(
         "train_grpo.py",
         "--config",
         REPO / "recipes/configs/calculator_cpu_grpo.yaml",
@@ -131,7 +97,7 @@ def test_dry_run_validates_without_training(tiny_model, calculator_tasks, tmp_pa
 
 
 def test_preview_tasks_prints_prompts_and_exits(tiny_model, calculator_tasks, tmp_path):
-    out = run(
+    out, _ = run_here(
         "train_grpo.py",
         "--config",
         REPO / "recipes/configs/calculator_cpu_grpo.yaml",
@@ -171,20 +137,15 @@ def test_a_missing_local_model_folder_names_the_command_that_makes_it(tmp_path, 
     assert "Hub id" in str(error.value)
 
     # The recipe fails before any download attempt, naming the path and the demo's commands.
-    command = [
-        sys.executable,
-        str(REPO / "recipes/train_grpo.py"),
-        "--config",
-        str(REPO / "recipes/configs/calculator_cpu_grpo.yaml"),
-        "--model_name_or_path",
-        "outputs/no-such-sft",
-        "--output_dir",
-        str(tmp_path / "out"),
+    _, err = run_here(
+        "train_grpo.py",
+        *("--config", REPO / "recipes/configs/calculator_cpu_grpo.yaml"),
+        *("--model_name_or_path", "outputs/no-such-sft", "--output_dir", tmp_path / "out"),
         "--dry_run",
-    ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=fresh)
-    assert result.returncode != 0 and "huggingface.co" not in result.stderr
-    assert "'outputs/no-such-sft' is a local folder" in result.stderr
+        exit_code=2,
+        cwd=fresh,
+    )
+    assert "huggingface.co" not in err and "'outputs/no-such-sft' is a local folder" in err
     with pytest.raises(EnvConfigError) as error:
         check_model_path("outputs/calculator-sft")
     message = str(error.value)
@@ -205,23 +166,14 @@ def test_a_missing_local_model_folder_names_the_command_that_makes_it(tmp_path, 
 def test_dry_run_rejects_a_template_that_drops_tool_calls(tiny_model, calculator_tasks, tmp_path):
     template = tmp_path / "bad.jinja"
     template.write_text("{% for m in messages %}{{ m.content }}<|im_end|>{% endfor %}")
-    command = [
-        sys.executable,
-        str(REPO / "recipes/train_grpo.py"),
-        "--config",
-        str(REPO / "recipes/configs/calculator_cpu_grpo.yaml"),
-        "--tasks",
-        str(calculator_tasks),
-        "--model_name_or_path",
-        str(tiny_model),
-        "--output_dir",
-        str(tmp_path),
-        "--chat_template",
-        str(template),
-        "--dry_run",
-    ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=REPO)
-    assert result.returncode != 0 and "chat template cannot be used" in result.stderr
+    _, err = run_here(
+        "train_grpo.py",
+        *("--config", REPO / "recipes/configs/calculator_cpu_grpo.yaml"),
+        *("--tasks", calculator_tasks, "--model_name_or_path", tiny_model),
+        *("--output_dir", tmp_path, "--chat_template", template, "--dry_run"),
+        exit_code=2,
+    )
+    assert "chat template cannot be used" in err
 
 
 def test_sft_then_grpo_short_runs(tiny_model, calculator_tasks, tmp_path):

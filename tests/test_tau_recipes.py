@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("trl", reason="the recipes need the 'train' extra (trl)")
 
-from test_recipes import REPO, assert_a_quiet_console, run
+from recipe_helpers import REPO, assert_a_quiet_console, run
 
 from tool_envs.tau.task_set import write_task_set
 from tool_envs.tiny_models import build_tiny_model_for_env

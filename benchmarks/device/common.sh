@@ -2,8 +2,15 @@
 
 # The lent machine has torch, transformers, accelerate, peft, pyarrow and matplotlib but no
 # registry: install the wheels carried in .whl/ (shared/notes/DEVICE.md lists them).
+# Once per machine, under a lock: two scripts started side by side share one install.
 device_setup() {
-  pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>&1 | grep -v "root user" | tail -2
+  (
+    flock 9
+    if [ ! -e /tmp/site/.installed ]; then
+      pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>&1 | grep -v "root user" | tail -2
+      touch /tmp/site/.installed
+    fi
+  ) 9>/tmp/site.lock
   export PYTHONPATH=/tmp/site:$PWD
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
   python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"

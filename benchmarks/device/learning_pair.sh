@@ -6,7 +6,10 @@
 #   BUDGET=480 bash benchmarks/device/learning_pair.sh      (with carry: [".whl"]; timeout_s 560)
 #
 # Setup as in learning_seed.sh (fill .whl/ first). Variant A gets SFT_ARGS plus A_ARGS, variant B
-# SFT_ARGS plus B_ARGS (default: the agent's tokens against the whole transcript, --loss_on).
+# SFT_ARGS plus B_ARGS (default: the agent's tokens against the whole transcript, --loss_on);
+# A_TINY and B_TINY give each its own `tool-envs tiny-model` flags (default TINY_ARGS), e.g. a
+# model-size A/B: A_ARGS="--loss_on policy" B_ARGS="--loss_on policy" A_TINY="--hidden 256"
+# B_TINY="--hidden 512". It may run beside sft_continue.sh (one install: common.sh).
 # DEVICE=cpu runs it here as a smoke test.
 # Back under $OUT: a.log, b.log and a.tgz, b.tgz (summary, logs, metrics, greedy_checks.jsonl).
 set -u
@@ -17,9 +20,10 @@ echo "setup $(( $(date +%s) - start )) s"
 sft="${SFT_ARGS:---max_steps 2400 --eval_every 200 --eval_every_near 50 --eval_tasks 40 --per_device_train_batch_size 16 --max_tasks 6000 --gold_workers 6}"
 for variant in a b; do
   extra=$([ "$variant" = a ] && echo "${A_ARGS:---loss_on policy}" || echo "${B_ARGS:---loss_on transcript}")
+  tiny=$([ "$variant" = a ] && echo "${A_TINY:-${TINY_ARGS:-}}" || echo "${B_TINY:-${TINY_ARGS:-}}")
   timeout "${BUDGET:-480}" python3 benchmarks/learning.py --family "${FAMILY:-tau-retail}" \
     --seed "${SEED:-0}" --device "${DEVICE:-cuda}" --parallel 2 --out "/tmp/learn-$variant" \
-    --grpo-steps "${GRPO_STEPS:-40}" --eval-tasks "${EVAL_TASKS:-100}" --tiny-args "${TINY_ARGS:-}" \
+    --grpo-steps "${GRPO_STEPS:-40}" --eval-tasks "${EVAL_TASKS:-100}" --tiny-args "$tiny" \
     --sft-args "$sft $extra" > "$OUT/$variant.log" 2>&1 &
 done
 wait

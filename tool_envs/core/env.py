@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import abc
 import copy
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,6 +25,31 @@ from tool_envs.errors import EnvConfigError, InfrastructureError, TaskRowError
 from tool_envs.registration import registered_id
 
 TaskSource = str | Sequence[Mapping[str, Any]]
+
+
+# The rows of recently used default task sets, validated, by the list ``default_tasks()``
+# returned. Most envs return their module's cached ``default_splits()`` list, so a new instance
+# reuses the rows instead of validating them again: an env server makes one env per session,
+# and validating Calculator's 1,000 default rows took 0.1 s of each.
+_DEFAULT_TASKS: OrderedDict[int, tuple[Sequence[Any], list[dict[str, Any]]]] = OrderedDict()
+_DEFAULT_TASK_SETS_KEPT = 8
+_DEFAULT_TASKS_LOCK = threading.Lock()  # an env server makes envs on several threads
+
+
+def _validated_default_tasks(source: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``load_tasks(source)``, reusing the rows of an earlier call on the same list."""
+    with _DEFAULT_TASKS_LOCK:
+        kept = _DEFAULT_TASKS.get(id(source))
+        if kept is not None and kept[0] is source and len(source) == len(kept[1]):
+            _DEFAULT_TASKS.move_to_end(id(source))
+            return list(kept[1])
+    rows = load_tasks(source)
+    if isinstance(source, list):  # a dataset or a file path may change under the same object
+        with _DEFAULT_TASKS_LOCK:
+            _DEFAULT_TASKS[id(source)] = (source, rows)  # holding source keeps its id unique
+            while len(_DEFAULT_TASKS) > _DEFAULT_TASK_SETS_KEPT:
+                _DEFAULT_TASKS.popitem(last=False)
+    return list(rows)
 
 
 class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
@@ -203,10 +230,16 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
 
     @property
     def tasks(self) -> list[dict[str, Any]]:
-        """The task set ``reset`` draws from (loaded and validated on first use)."""
+        """The task set ``reset`` draws from (loaded and validated on first use).
+
+        Rows of a default task set are shared with the env's other instances: read them, and
+        copy one before changing it (``reset`` plays a copy).
+        """
         if self._tasks is None:
-            source = self._task_source if self._task_source is not None else self.default_tasks()
-            tasks = load_tasks(source)
+            if self._task_source is not None:
+                tasks = load_tasks(self._task_source)
+            else:
+                tasks = _validated_default_tasks(self.default_tasks())
             if not tasks:
                 raise EnvConfigError(f"{type(self).__name__} has an empty task set")
             for index, task in enumerate(tasks):
