@@ -2,7 +2,8 @@
 
 Placement: each server asks for ``num_cpus`` and any custom ``resources`` (``{"sandbox": 1}``
 pins it to nodes started with ``--resources '{"sandbox": 8}'``), and servers of one env are
-spread over the nodes that fit (Ray's ``SPREAD``). Health: Ray restarts a dead server's actor
+spread over the nodes that fit (Ray's ``SPREAD``), at the normal CPU priority (not the
+niceness Ray gives its workers: :data:`SERVER_PRIORITY`). Health: Ray restarts a dead server's actor
 up to ``max_restarts`` times, at the same address when its node still has the port; the
 trainer's pool voids the episodes the dead server held and readmits it once ``/health``
 answers. The actors belong to this process's Ray job: if the process dies, Ray removes them.
@@ -28,6 +29,12 @@ from tool_envs.serve.pool import server_moved
 from tool_envs.serve.server import TOKEN_VARIABLE, ServeConfig, is_loopback
 
 logger = logging.getLogger(__name__)
+
+# Ray starts its workers at niceness 15 (its worker_niceness setting), which a worker's
+# runtime_env can override, as Ray's own job supervisor does. An env server answers the
+# trainer's requests and WebSocket pings: at niceness 15 beside busy processes at 0 (a
+# trainer, vLLM) it went unscheduled past the 20 s keepalive and every session was dropped.
+SERVER_PRIORITY = {"RAY_worker_niceness": "0"}
 
 LOCAL_OBJECT_STORE_BYTES = 80 * 2**20
 """A local cluster started here moves no data through Ray: its object store stays small."""
@@ -164,6 +171,7 @@ class RayEnvServers:
                     max_restarts=spec.max_restarts,
                     max_task_retries=0,
                     scheduling_strategy="SPREAD",
+                    runtime_env={"env_vars": SERVER_PRIORITY},
                 )
                 for index in range(spec.servers):
                     config = ServeConfig(
