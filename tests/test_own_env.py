@@ -13,7 +13,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-from recipe_helpers import run_here
+from recipe_helpers import run, run_here
 
 import tool_envs
 from tool_envs.core.info_contract import info_problems
@@ -117,20 +117,14 @@ def test_the_recipes_load_an_env_source_in_module_form_and_name_a_typo(own_modul
         check_setup(Tokenizer(), rows, {"nope:ns/Env-v0": {}})
 
 
-def run_recipe(*args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, str(REPO / "recipes/train_grpo.py"), *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO)
-
-
 def test_a_recipe_names_an_unknown_config_key_and_a_task_typo_in_one_line(tmp_path):
     config = tmp_path / "config.yaml"
     config.write_text(
         f"model_name_or_path: {tmp_path}\noutput_dir: {tmp_path / 'out'}\nuse_cpu: true\n"
         "bf16: false\ntasks: [tool_envs/Calculater-v0]\nmax_turn: 4\n"
     )
-    result = run_recipe("--config", str(config), "--dry_run")
-    assert result.returncode == 2
-    assert result.stderr.strip() == (
+    _, err = run("train_grpo.py", "--config", config, "--dry_run", with_stderr=True, exit_code=2)
+    assert err.strip() == (
         "train_grpo.py: error: unknown option 'max_turn' in the config file; "
         "did you mean 'max_turns'?"
     )
