@@ -15,7 +15,7 @@ BIN := $(VENV)/bin
 OPENENV_VENV ?= .venv-openenv
 OPENENV ?= openenv==0.10.0
 
-.PHONY: demo test test-fast test-slow lint format clean
+.PHONY: demo installs test test-fast test-slow lint format clean
 
 # pip byte-compiles what it installs one file at a time; installing with --no-compile and then
 # compiling the venv on every core took the train extra's install from 99 s to 77 s on 2 cores
@@ -70,7 +70,11 @@ demo: $(VENV)/.installed-train
 # on one core; two workers keep both of CI's cores busy. TEST_WORKERS=0 runs in this process.
 TEST_WORKERS ?= 2
 
-test: $(VENV)/.installed $(OPENENV_VENV)/.installed
+# The two venvs install side by side (pip waits on downloads and disk as much as on a core).
+installs:
+	$(MAKE) --no-print-directory --jobs=2 $(VENV)/.installed $(OPENENV_VENV)/.installed
+
+test: installs
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 

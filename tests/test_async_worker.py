@@ -21,9 +21,15 @@ from tool_envs.rollout import RolloutConfig, SamplingSettings
 from tool_envs.rollout.engine import Rollout
 
 pytestmark = vllm_test
-trl_async = pytest.importorskip(
-    "trl.experimental.async_grpo.async_grpo_trainer", reason="needs TRL >= 1.16 (train extra)"
-)
+
+
+def trl_async():
+    """TRL's async GRPO module, imported by the tests that use it (7-8 s of imports that the
+    other test worker would pay at collection for nothing)."""
+    return pytest.importorskip(
+        "trl.experimental.async_grpo.async_grpo_trainer", reason="needs TRL >= 1.16 (train extra)"
+    )
+
 
 ROWS = default_splits()["train"][:6]
 CONFIG = RolloutConfig(max_completion_length=240, max_tokens_per_turn=40)
@@ -50,7 +56,7 @@ def consume(worker: ToolEnvsRolloutWorker, count: int, version=lambda: 0, max_st
 
     PartialState()  # TRL's dataset logs through accelerate, which the trainer has set up
     metrics: defaultdict[str, list[float]] = defaultdict(list)
-    dataset = trl_async.RolloutQueueDataset(
+    dataset = trl_async().RolloutQueueDataset(
         rollout_queue=worker.rollout_buffer,
         model_version_fn=version,
         check_health_fn=worker.check_health,
@@ -66,7 +72,7 @@ def test_the_worker_fills_the_trainers_queue_with_scored_tagged_samples(
     vllm_server, vllm_tiny_model
 ):
     rollouts = worker(vllm_server, vllm_tiny_model)
-    protocol = trl_async.RolloutWorkerProtocol
+    protocol = trl_async().RolloutWorkerProtocol
     members = {n for n in vars(protocol) if not n.startswith("_")} | set(protocol.__annotations__)
     assert all(hasattr(rollouts, name) for name in members), members
     rollouts.start()
