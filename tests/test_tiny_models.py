@@ -3,6 +3,8 @@
 transformers 5 loads a ``qwen2`` folder's tokenizer as ``Qwen2Tokenizer``, which applies its own
 normaliser and pre-tokenizer; a tokenizer built with other ones split some texts differently in
 memory than everywhere the folder is loaded (SFT, GRPO, vLLM): 42 of 402 tau texts did.
+A tokenizer that groups digits (``digits_per_token=3``) is saved in a ``llama`` folder, which
+loads ``tokenizer.json`` as written; a ``qwen2`` one would load back one digit per token.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ pytest.importorskip("torch")
 
 from transformers import AutoTokenizer
 
+from tool_envs.cli import main as cli
 from tool_envs.tiny_models import (
     COMPACT_CHAT_TEMPLATE,
     build_model,
+    build_tiny_model,
     build_tokenizer,
     env_texts,
 )
@@ -32,13 +36,25 @@ TRICKY = [
 ]
 
 
-def test_the_built_tokenizer_splits_like_the_loaded_folder(tmp_path):
-    texts = env_texts("tool_envs/TauRetail-v0", limit=10)
-    built = build_tokenizer(texts, vocab_size=512, chat_template=COMPACT_CHAT_TEMPLATE)
-    build_model(built, hidden_size=16, num_layers=1, num_heads=2, num_kv_heads=1).save_pretrained(
-        tmp_path
+def save_tiny(folder, texts, architecture="qwen2", digits_per_token=1):
+    built = build_tokenizer(
+        texts,
+        vocab_size=512,
+        chat_template=COMPACT_CHAT_TEMPLATE,
+        digits_per_token=digits_per_token,
     )
-    built.save_pretrained(tmp_path)
+    model = build_model(
+        built, architecture=architecture, hidden_size=16, num_layers=1, num_heads=2, num_kv_heads=1
+    )
+    model.save_pretrained(folder)
+    built.save_pretrained(folder)
+    return built
+
+
+@pytest.mark.parametrize(("architecture", "digits"), [("qwen2", 1), ("llama", 3)])
+def test_the_built_tokenizer_splits_like_the_loaded_folder(tmp_path, architecture, digits):
+    texts = env_texts("tool_envs/TauRetail-v0", limit=10)
+    built = save_tiny(tmp_path, texts, architecture, digits)
     loaded = AutoTokenizer.from_pretrained(tmp_path)
 
     messages = [
@@ -50,3 +66,21 @@ def test_the_built_tokenizer_splits_like_the_loaded_folder(tmp_path):
     assert rendered == loaded.apply_chat_template(messages, tokenize=False)
     for text in [*texts[:200], *TRICKY, rendered]:
         assert built(text)["input_ids"] == loaded(text)["input_ids"], text[:80]
+    # The loaded pre-tokenizer cuts a 7-digit order id into groups of `digits` (BPE then merges
+    # a group into one token where the vocabulary has room).
+    pieces = [p for p, _ in loaded.backend_tokenizer.pre_tokenizer.pre_tokenize_str("#W1234567")]
+    numbers = [p for p in pieces if p.isdigit()]
+    assert "".join(numbers) == "1234567" and max(map(len, numbers)) == digits, pieces
+    assert loaded.decode(loaded(TRICKY[2])["input_ids"]) == TRICKY[2]
+
+
+def test_grouped_digits_in_a_qwen2_folder_are_refused(tmp_path, capsys):
+    with pytest.raises(ValueError, match="digits_per_token=3 needs architecture='llama'"):
+        build_tiny_model(tmp_path / "m", ["a 123"], digits_per_token=3)
+    with pytest.raises(ValueError, match="architecture must be one of"):
+        build_model(build_tokenizer(["a 1"]), architecture="gpt2")
+    with pytest.raises(SystemExit) as exit_info:
+        cli(["tiny-model", "--out", str(tmp_path / "cli"), "--digits-per-token", "3"])
+    assert exit_info.value.code == 2
+    assert "--digits-per-token 3 needs --arch llama" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists() and not (tmp_path / "cli").exists()

@@ -329,3 +329,27 @@ def test_a_server_process_dies_with_a_killed_parent():
         parent.stdout.close()
         if child is not None and _running(child):
             os.killpg(child, signal.SIGKILL)  # its own session: the group id is its pid
+
+
+def test_vllm_tokenizes_a_grouped_digit_tiny_model_as_transformers_does(tmp_path):
+    """A ``llama`` tiny model keeps its tokenizer.json (digits in groups of three) in vLLM too."""
+    from transformers import AutoTokenizer
+    from vllm.tokenizers import get_tokenizer
+
+    from tool_envs.tiny_models import build_tiny_model_for_env
+
+    folder = build_tiny_model_for_env(
+        "tool_envs/TauRetail-v0",
+        tmp_path / "llama-3",
+        digits_per_token=3,
+        architecture="llama",
+        vocab_size=4096,  # room for every 3-digit group as one token
+        hidden_size=16,
+        num_layers=1,
+        num_heads=2,
+        num_kv_heads=1,
+    )
+    text = "cancel #W1234567 for noah_brown_6181, 2 items at $54.04"
+    ours, theirs = AutoTokenizer.from_pretrained(folder), get_tokenizer(str(folder))
+    assert theirs.encode(text) == ours.encode(text)
+    assert ours.tokenize("#W1234567")[-3:] == ["123", "456", "7"]

@@ -316,6 +316,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="play real episodes with scripted agents (offline)")
     demo.add_argument("--episodes", type=int, default=1, help="episodes per scripted agent")
     demo.add_argument("--seed", type=int, default=0, help="seed of the first episode")
+    from tool_envs.tiny_models import ARCHITECTURES  # no torch: it imports that per call
+
     tiny = commands.add_parser(
         "tiny-model", help="build a tiny random model + tokenizer for an env's tasks (offline)"
     )
@@ -328,6 +330,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     tiny.add_argument("--hidden", type=int, default=128)
     tiny.add_argument(
         "--vocab-size", type=int, default=512, help="BPE vocabulary (larger: shorter prompts)"
+    )
+    tiny.add_argument("--arch", choices=ARCHITECTURES, default="qwen2", help="model architecture")
+    tiny.add_argument(
+        "--digits-per-token",
+        type=int,
+        choices=(1, 2, 3),
+        default=1,
+        help="split numbers into groups of up to this many digits (2 or 3 need --arch llama)",
     )
     tiny.add_argument("--seed", type=int, default=0)
     tasks = commands.add_parser(
@@ -375,6 +385,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tool_envs.errors import ToolEnvsError
         from tool_envs.tiny_models import build_tiny_model_for_env
 
+        if args.digits_per_token > 1 and args.arch == "qwen2":
+            parser.error(
+                f"--digits-per-token {args.digits_per_token} needs --arch llama (a qwen2 "
+                "folder's tokenizer loads back one digit per token)"
+            )
         try:
             folder = build_tiny_model_for_env(
                 args.env,
@@ -383,6 +398,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 num_layers=args.layers,
                 hidden_size=args.hidden,
                 vocab_size=args.vocab_size,
+                digits_per_token=args.digits_per_token,
+                architecture=args.arch,
                 seed=args.seed,
             )
         except ToolEnvsError as exc:

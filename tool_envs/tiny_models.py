@@ -75,28 +75,50 @@ def trl_chat_template(name: str = "qwen2_5") -> str:
 
 
 def build_tokenizer(
-    texts: Iterable[str], *, vocab_size: int = 512, chat_template: str | None = None
+    texts: Iterable[str],
+    *,
+    vocab_size: int = 512,
+    chat_template: str | None = None,
+    digits_per_token: int = 1,
 ) -> Any:
-    """Train a byte-level BPE tokenizer on ``texts`` (digits split one per token).
+    """Train a byte-level BPE tokenizer on ``texts`` (digits split one per token by default).
 
-    It is built for the Qwen2 models of :func:`build_model`, and it tokenizes as the saved folder
-    loads: transformers 5 loads a ``qwen2`` folder's tokenizer as ``Qwen2Tokenizer``, which keeps
-    the vocabulary and merges but applies its own normaliser and pre-tokenizer, not the ones in
-    ``tokenizer.json``. Training keeps its own pre-tokenizer (the merges every tiny model has had);
-    the returned tokenizer then uses Qwen2's, so the one in memory, the folder loaded by
-    ``AutoTokenizer`` and vLLM give the same ids for the same text.
+    With ``digits_per_token=1`` it is built for the Qwen2 models of :func:`build_model`, and it
+    tokenizes as the saved folder loads: transformers 5 loads a ``qwen2`` folder's tokenizer as
+    ``Qwen2Tokenizer``, which keeps the vocabulary and merges but applies its own normaliser and
+    pre-tokenizer, not the ones in ``tokenizer.json``. Training keeps its own pre-tokenizer (the
+    merges every tiny model has had); the returned tokenizer then uses Qwen2's, so the one in
+    memory, the folder loaded by ``AutoTokenizer`` and vLLM give the same ids for the same text.
+
+    ``digits_per_token=3`` splits numbers into groups of up to three digits, as Llama 3's
+    tokenizer does, so a 7-digit order id is 3 tokens to copy instead of 7. Each group is one
+    token once the vocabulary has room for all 1,110 of them beside the text's own merges (a
+    ``vocab_size`` of 4096 held all 1,000 three-digit groups for TauRetail, 2048 only 311; the
+    rest stay in pieces, split the same way wherever they occur). A ``qwen2`` folder would load
+    it back one digit per token, so such a tokenizer goes with ``architecture="llama"`` (see
+    :func:`build_model`), whose folders load ``tokenizer.json`` as written.
     """
-    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
     from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
 
+    if digits_per_token < 1:
+        raise ValueError(f"digits_per_token must be at least 1, got {digits_per_token}")
     backend = Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Digits(individual_digits=True),
-            pre_tokenizers.ByteLevel(add_prefix_space=False),
-        ]
-    )
+    if digits_per_token == 1:
+        backend.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Digits(individual_digits=True),
+                pre_tokenizers.ByteLevel(add_prefix_space=False),
+            ]
+        )
+        final_regex = PRETOKENIZE_REGEX
+    else:
+        final_regex = digit_group_regex(digits_per_token)
+        backend.pre_tokenizer = _split_then_bytes(final_regex)
+        # Every group once, so that BPE has the merges for groups the texts happen to lack
+        # (a held-out order id's); they are learnt once the text's own merges run out.
+        texts = [*texts, *_digit_groups(digits_per_token)]
     backend.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -106,12 +128,7 @@ def build_tokenizer(
     )
     backend.train_from_iterator(texts, trainer)
     backend.normalizer = normalizers.NFC()
-    backend.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ]
-    )
+    backend.pre_tokenizer = _split_then_bytes(final_regex)
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>"
     )
@@ -120,9 +137,39 @@ def build_tokenizer(
     return tokenizer
 
 
+def digit_group_regex(digits_per_token: int) -> str:
+    """Qwen2's pre-tokenizer pattern with numbers split into groups of ``digits_per_token``."""
+    from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
+
+    single = r"|\p{N}|"
+    if single not in PRETOKENIZE_REGEX:  # a transformers release with another pattern
+        raise ValueError(f"Qwen2's pre-tokenizer pattern has no {single!r}: {PRETOKENIZE_REGEX}")
+    return PRETOKENIZE_REGEX.replace(single, rf"|\p{{N}}{{1,{digits_per_token}}}|")
+
+
+def _digit_groups(digits_per_token: int) -> list[str]:
+    """Every number of 1 to ``digits_per_token`` digits, leading zeros included (1,110 for 3)."""
+    return [f"{n:0{width}d}" for width in range(1, digits_per_token + 1) for n in range(10**width)]
+
+
+def _split_then_bytes(pattern: str) -> Any:
+    from tokenizers import Regex, pre_tokenizers
+
+    return pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+
+
+ARCHITECTURES = ("qwen2", "llama")
+
+
 def build_model(
     tokenizer: Any,
     *,
+    architecture: str = "qwen2",
     hidden_size: int = 64,
     num_layers: int = 2,
     num_heads: int = 4,
@@ -131,15 +178,19 @@ def build_model(
     tie_word_embeddings: bool = True,
     seed: int = 0,
 ) -> Any:
-    """A randomly initialised Qwen2 causal LM sized for ``tokenizer``.
+    """A randomly initialised Qwen2 (or Llama) causal LM sized for ``tokenizer``.
 
     ``tie_word_embeddings`` shares the input embedding with the output head, as Qwen2.5-1.5B and
-    Qwen3-4B do; weight syncs must handle both layouts, so tests build both.
+    Qwen3-4B do; weight syncs must handle both layouts, so tests build both. ``"llama"`` is for
+    tokenizers a ``qwen2`` folder cannot keep (grouped digits, :func:`build_tokenizer`).
     """
     import torch
-    from transformers import AutoModelForCausalLM, GenerationConfig, Qwen2Config
+    from transformers import AutoModelForCausalLM, GenerationConfig, LlamaConfig, Qwen2Config
 
-    config = Qwen2Config(
+    configs = {"qwen2": Qwen2Config, "llama": LlamaConfig}
+    if architecture not in configs:
+        raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {architecture!r}")
+    config = configs[architecture](
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,
         num_hidden_layers=num_layers,
@@ -186,25 +237,43 @@ def build_tiny_model_for_env(
     *,
     template: str = "compact",
     vocab_size: int = 512,
+    digits_per_token: int = 1,
     **model_kwargs: Any,
 ) -> Path:
     """A tiny model whose tokenizer is trained on ``env_id``'s texts, saved to ``folder``.
 
     ``env_id`` may be Gymnasium's ``module:namespace/Name-vN`` (the module is imported first).
     A larger ``vocab_size`` shortens long prompts (a tau policy) at the cost of a larger
-    embedding and output layer.
+    embedding and output layer; ``digits_per_token`` > 1 (with ``architecture="llama"``)
+    shortens the numbers in them (:func:`build_tokenizer`).
     """
     from tool_envs.registration import resolve_env_id
 
+    _check_digits_fit(digits_per_token, model_kwargs.get("architecture", "qwen2"))
     resolve_env_id(env_id)  # an unknown id is named with the closest ones
     chat_template = COMPACT_CHAT_TEMPLATE if template == "compact" else trl_chat_template(template)
     texts = env_texts(env_id)
     # Rendered conversations teach the tokenizer the template's own text (tool lists, markup).
-    draft = build_tokenizer(texts, vocab_size=vocab_size, chat_template=chat_template)
+    draft = build_tokenizer(
+        texts, vocab_size=vocab_size, chat_template=chat_template, digits_per_token=digits_per_token
+    )
     texts += _rendered_examples(env_id, draft, count=50)
     return build_tiny_model(
-        folder, texts, chat_template=chat_template, vocab_size=vocab_size, **model_kwargs
+        folder,
+        texts,
+        chat_template=chat_template,
+        vocab_size=vocab_size,
+        digits_per_token=digits_per_token,
+        **model_kwargs,
     )
+
+
+def _check_digits_fit(digits_per_token: int, architecture: str) -> None:
+    if digits_per_token > 1 and architecture == "qwen2":
+        raise ValueError(
+            f"digits_per_token={digits_per_token} needs architecture='llama': transformers loads "
+            "a qwen2 folder's tokenizer as Qwen2Tokenizer, which splits digits one per token"
+        )
 
 
 def _rendered_examples(env_id: str, tokenizer: Any, count: int) -> list[str]:
@@ -231,11 +300,15 @@ def build_tiny_model(
     *,
     chat_template: str | None = None,
     vocab_size: int = 512,
+    digits_per_token: int = 1,
     **model_kwargs: Any,
 ) -> Path:
     """Build tokenizer + model from ``texts`` and save both to ``folder``; return the folder."""
+    _check_digits_fit(digits_per_token, model_kwargs.get("architecture", "qwen2"))
     folder = Path(folder)
-    tokenizer = build_tokenizer(texts, vocab_size=vocab_size, chat_template=chat_template)
+    tokenizer = build_tokenizer(
+        texts, vocab_size=vocab_size, chat_template=chat_template, digits_per_token=digits_per_token
+    )
     model = build_model(tokenizer, **model_kwargs)
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
