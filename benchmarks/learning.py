@@ -125,6 +125,8 @@ def _calculator_tasks(folder: Path, sizes: Mapping[str, int]) -> Path:
 
 
 RETAIL_DATABASES = 40  # one database has ~1,800 distinct cancellations: SFT memorised them
+RETAIL_TINY_FLAGS = ("--arch", "llama", "--digits-per-token", "3", "--vocab-size", "4096")
+RETAIL_TINY_FLAGS += ("--bare-words", "--copy-steps", "3000")
 
 
 def _retail_tasks(folder: Path, sizes: Mapping[str, int]) -> Path:
@@ -161,7 +163,10 @@ FAMILIES = {
         env_id="tool_envs/TauRetail-v0",
         sft_config=REPO / "recipes/configs/tau_retail_cpu_sft.yaml",
         grpo_config=REPO / "recipes/configs/tau_retail_cpu_grpo.yaml",
-        tiny_flags=("--vocab-size", "2048"),
+        # A tiny model that copies before SFT, with order ids in groups of three digits and
+        # names one token wherever written: it copies ids within ~100 SFT steps instead of
+        # thousands (benchmarks/README.md).
+        tiny_flags=RETAIL_TINY_FLAGS,
         sizes=MappingProxyType({"train": 20000, "test": 100}),
         write_tasks=_retail_tasks,
         max_completion_length=3072,  # the configs' episode budgets
@@ -550,7 +555,10 @@ def stages(
     model_dir = out / "tiny-model"
     sft_dir = args.warm_start or out / "sft"
     tiny_flags = ["--env", family.env_id, "--out", str(model_dir), "--layers", "4"]
-    tiny_flags += ["--hidden", "128", *family.tiny_flags, *shlex.split(args.tiny_args)]
+    tiny_flags += ["--hidden", "128", *family.tiny_flags]
+    if args.quick and "--copy-steps" in tiny_flags:
+        tiny_flags += ["--copy-steps", "20"]  # plumbing only, as the other stages' few steps
+    tiny_flags += shlex.split(args.tiny_args)
     tiny = Stage(
         "tiny-model",
         [python, "-m", "tool_envs.cli", "tiny-model", *tiny_flags, "--seed", str(args.seed)],

@@ -47,3 +47,24 @@ def test_every_arm_starts_from_the_warm_start(learning, tmp_path):
     _, sft, arms = learning.stages(without, learning.FAMILIES["tau-retail"], out)
     assert sft.folder == out / "sft"
     assert str(out / "sft") in arms["treated"].command
+
+
+def last_value(command, flag):
+    return command[len(command) - 1 - command[::-1].index(flag) + 1]
+
+
+def test_the_retail_tiny_model_copies_before_sft_and_groups_digits(learning, tmp_path):
+    family = learning.FAMILIES["tau-retail"]
+    tiny, _, _ = learning.stages(learning.parse_args(["--family", "tau-retail"]), family, tmp_path)
+    assert last_value(tiny.command, "--arch") == "llama"
+    assert last_value(tiny.command, "--digits-per-token") == "3"
+    assert last_value(tiny.command, "--copy-steps") == "3000"
+    assert "--bare-words" in tiny.command
+    quick = learning.parse_args(["--family", "tau-retail", "--quick"])
+    tiny, _, _ = learning.stages(quick, family, tmp_path)
+    assert last_value(tiny.command, "--copy-steps") == "20"  # a smoke run's few steps
+    mine = learning.parse_args(["--family", "tau-retail", "--quick", "--tiny-args=--copy-steps 0"])
+    tiny, _, _ = learning.stages(mine, family, tmp_path)
+    assert last_value(tiny.command, "--copy-steps") == "0"  # the user's flags come last
+    calculator, _, _ = learning.stages(quick, learning.FAMILIES["calculator"], tmp_path)
+    assert "--copy-steps" not in calculator.command

@@ -36,12 +36,13 @@ TRICKY = [
 ]
 
 
-def save_tiny(folder, texts, architecture="qwen2", digits_per_token=1):
+def save_tiny(folder, texts, architecture="qwen2", digits_per_token=1, bare_words=False):
     built = build_tokenizer(
         texts,
         vocab_size=512,
         chat_template=COMPACT_CHAT_TEMPLATE,
         digits_per_token=digits_per_token,
+        bare_words=bare_words,
     )
     model = build_model(
         built, architecture=architecture, hidden_size=16, num_layers=1, num_heads=2, num_kv_heads=1
@@ -51,10 +52,15 @@ def save_tiny(folder, texts, architecture="qwen2", digits_per_token=1):
     return built
 
 
-@pytest.mark.parametrize(("architecture", "digits"), [("qwen2", 1), ("llama", 3)])
-def test_the_built_tokenizer_splits_like_the_loaded_folder(tmp_path, architecture, digits):
+@pytest.mark.parametrize(
+    ("architecture", "digits", "bare_words"),
+    [("qwen2", 1, False), ("llama", 3, False), ("llama", 1, True)],
+)
+def test_the_built_tokenizer_splits_like_the_loaded_folder(
+    tmp_path, architecture, digits, bare_words
+):
     texts = env_texts("tool_envs/TauRetail-v0", limit=10)
-    built = save_tiny(tmp_path, texts, architecture, digits)
+    built = save_tiny(tmp_path, texts, architecture, digits, bare_words)
     loaded = AutoTokenizer.from_pretrained(tmp_path)
 
     messages = [
@@ -83,4 +89,25 @@ def test_grouped_digits_in_a_qwen2_folder_are_refused(tmp_path, capsys):
         cli(["tiny-model", "--out", str(tmp_path / "cli"), "--digits-per-token", "3"])
     assert exit_info.value.code == 2
     assert "--digits-per-token 3 needs --arch llama" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="bare_words needs architecture='llama'"):
+        build_tiny_model(tmp_path / "m", ["a 123"], bare_words=True)
+    with pytest.raises(SystemExit) as exit_info:
+        cli(["tiny-model", "--out", str(tmp_path / "cli"), "--bare-words"])
+    assert exit_info.value.code == 2
+    assert "--bare-words needs --arch llama" in capsys.readouterr().err
     assert not (tmp_path / "m").exists() and not (tmp_path / "cli").exists()
+
+
+@pytest.mark.parametrize("bare_words", [False, True])
+def test_bare_words_make_a_name_one_token_wherever_it_is_written(tmp_path, bare_words):
+    texts = env_texts("tool_envs/TauRetail-v0", limit=10)
+    names = ["My email is keiko.mbeki@example.com.", '{"email": "keiko.mbeki@example.com"}']
+    save_tiny(tmp_path, [*texts, *names * 50], "llama", 3, bare_words=bare_words)
+    loaded = AutoTokenizer.from_pretrained(tmp_path)
+    said = loaded.tokenize("My email is keiko.mbeki5288@example.com.")
+    written = loaded.tokenize('{"email": "keiko.mbeki5288@example.com"}')
+    name_said = next(token for token in said if "keiko" in token)
+    name_written = next(token for token in written if "keiko" in token)
+    # Byte-level BPE marks a leading space as "Ġ": attached, the two are different tokens.
+    assert (name_said == name_written == "keiko") is bare_words, (said, written)
+    assert loaded.decode(loaded(texts[0])["input_ids"]) == texts[0]

@@ -339,6 +339,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=1,
         help="split numbers into groups of up to this many digits (2 or 3 need --arch llama)",
     )
+    tiny.add_argument(
+        "--bare-words",
+        action="store_true",
+        help="words do not take the space or mark before them, so a name is one token "
+        "wherever it appears (needs --arch llama)",
+    )
+    tiny.add_argument(
+        "--copy-steps",
+        type=int,
+        default=0,
+        help="first teach the model to copy, for at most this many steps on repeated random "
+        "tokens (it stops once it copies; ~1,000 steps for hidden 128), as pretraining does "
+        "for an LLM: tau tasks copy ids from the conversation",
+    )
     tiny.add_argument("--seed", type=int, default=0)
     tasks = commands.add_parser(
         "calculator-tasks", help="write a generated Calculator-v0 task set of any size (offline)"
@@ -383,13 +397,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_demo(episodes_per_agent=args.episodes, seed=args.seed)
     elif args.command == "tiny-model":
         from tool_envs.errors import ToolEnvsError
-        from tool_envs.tiny_models import build_tiny_model_for_env
+        from tool_envs.tiny_models import COPY_REPORT, build_tiny_model_for_env
 
         if args.digits_per_token > 1 and args.arch == "qwen2":
             parser.error(
                 f"--digits-per-token {args.digits_per_token} needs --arch llama (a qwen2 "
                 "folder's tokenizer loads back one digit per token)"
             )
+        if args.bare_words and args.arch == "qwen2":
+            parser.error(
+                "--bare-words needs --arch llama (a qwen2 folder's tokenizer loads "
+                "back with the spaces attached)"
+            )
+        if args.copy_steps < 0:
+            parser.error(f"--copy-steps must be 0 (none) or more, got {args.copy_steps}")
         try:
             folder = build_tiny_model_for_env(
                 args.env,
@@ -400,12 +421,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 vocab_size=args.vocab_size,
                 digits_per_token=args.digits_per_token,
                 architecture=args.arch,
+                bare_words=args.bare_words,
+                copy_steps=args.copy_steps,
                 seed=args.seed,
             )
         except ToolEnvsError as exc:
             print(f"tool-envs tiny-model: error: {exc}", file=sys.stderr)
             return 2
         print(f"saved a tiny model for {args.env} to {folder}")
+        if args.copy_steps:
+            print(f"copy pretraining: {(folder / COPY_REPORT).read_text().strip()}")
     elif args.command == "calculator-tasks":
         from tool_envs.calculator.task_set import write_task_set
 

@@ -7,11 +7,15 @@ model, so the code that loads real models (``from_pretrained(path)``) is the cod
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from tool_envs.errors import MissingDependencyError
+
+COPY_REPORT = "copy_pretraining.json"  # what build_tiny_model(copy_steps=...) reached
 
 # Tokens a ChatML / Qwen2.5-style template uses. `<tool_call>` and friends are ordinary added
 # tokens (not "special"), as in Qwen's tokenizers, so decoding keeps them.
@@ -80,6 +84,7 @@ def build_tokenizer(
     vocab_size: int = 512,
     chat_template: str | None = None,
     digits_per_token: int = 1,
+    bare_words: bool = False,
 ) -> Any:
     """Train a byte-level BPE tokenizer on ``texts`` (digits split one per token by default).
 
@@ -97,6 +102,11 @@ def build_tokenizer(
     rest stay in pieces, split the same way wherever they occur). A ``qwen2`` folder would load
     it back one digit per token, so such a tokenizer goes with ``architecture="llama"`` (see
     :func:`build_model`), whose folders load ``tokenizer.json`` as written.
+
+    ``bare_words`` keeps the space or punctuation mark before a word out of the word's token
+    (``" keiko"`` is ``" "`` and ``"keiko"``), so a name is the same token in ``my email is
+    keiko...`` as in ``{"email": "keiko...``, and a model that copies tokens can copy it; a
+    ``llama`` folder too.
     """
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -105,7 +115,7 @@ def build_tokenizer(
     if digits_per_token < 1:
         raise ValueError(f"digits_per_token must be at least 1, got {digits_per_token}")
     backend = Tokenizer(models.BPE())
-    if digits_per_token == 1:
+    if digits_per_token == 1 and not bare_words:
         backend.pre_tokenizer = pre_tokenizers.Sequence(
             [
                 pre_tokenizers.Digits(individual_digits=True),
@@ -114,7 +124,7 @@ def build_tokenizer(
         )
         final_regex = PRETOKENIZE_REGEX
     else:
-        final_regex = digit_group_regex(digits_per_token)
+        final_regex = pretokenize_regex(digits_per_token, bare_words=bare_words)
         backend.pre_tokenizer = _split_then_bytes(final_regex)
         # Every group once, so that BPE has the merges for groups the texts happen to lack
         # (a held-out order id's); they are learnt once the text's own merges run out.
@@ -135,6 +145,18 @@ def build_tokenizer(
     tokenizer.add_tokens(list(ADDED_TOKENS))
     tokenizer.chat_template = chat_template if chat_template is not None else trl_chat_template()
     return tokenizer
+
+
+def pretokenize_regex(digits_per_token: int, *, bare_words: bool = False) -> str:
+    """Qwen2's pre-tokenizer pattern, numbers split into groups of ``digits_per_token``; with
+    ``bare_words`` a word does not take the space or punctuation mark before it."""
+    pattern = digit_group_regex(digits_per_token)
+    if bare_words:
+        attached = r"[^\r\n\p{L}\p{N}]?\p{L}+"
+        if attached not in pattern:  # a transformers release with another pattern
+            raise ValueError(f"Qwen2's pre-tokenizer pattern has no {attached!r}: {pattern}")
+        pattern = pattern.replace(attached, r"\p{L}+")
+    return pattern
 
 
 def digit_group_regex(digits_per_token: int) -> str:
@@ -238,6 +260,8 @@ def build_tiny_model_for_env(
     template: str = "compact",
     vocab_size: int = 512,
     digits_per_token: int = 1,
+    bare_words: bool = False,
+    copy_steps: int = 0,
     **model_kwargs: Any,
 ) -> Path:
     """A tiny model whose tokenizer is trained on ``env_id``'s texts, saved to ``folder``.
@@ -245,17 +269,22 @@ def build_tiny_model_for_env(
     ``env_id`` may be Gymnasium's ``module:namespace/Name-vN`` (the module is imported first).
     A larger ``vocab_size`` shortens long prompts (a tau policy) at the cost of a larger
     embedding and output layer; ``digits_per_token`` > 1 (with ``architecture="llama"``)
-    shortens the numbers in them (:func:`build_tokenizer`).
+    shortens the numbers in them (:func:`build_tokenizer`). ``copy_steps`` > 0 teaches the
+    model to copy first (:mod:`tool_envs.copy_pretraining`), which a tau warm start needs.
     """
     from tool_envs.registration import resolve_env_id
 
-    _check_digits_fit(digits_per_token, model_kwargs.get("architecture", "qwen2"))
+    _check_tokenizer_fits(digits_per_token, bare_words, model_kwargs.get("architecture", "qwen2"))
     resolve_env_id(env_id)  # an unknown id is named with the closest ones
     chat_template = COMPACT_CHAT_TEMPLATE if template == "compact" else trl_chat_template(template)
     texts = env_texts(env_id)
     # Rendered conversations teach the tokenizer the template's own text (tool lists, markup).
     draft = build_tokenizer(
-        texts, vocab_size=vocab_size, chat_template=chat_template, digits_per_token=digits_per_token
+        texts,
+        vocab_size=vocab_size,
+        chat_template=chat_template,
+        digits_per_token=digits_per_token,
+        bare_words=bare_words,
     )
     texts += _rendered_examples(env_id, draft, count=50)
     return build_tiny_model(
@@ -264,11 +293,18 @@ def build_tiny_model_for_env(
         chat_template=chat_template,
         vocab_size=vocab_size,
         digits_per_token=digits_per_token,
+        bare_words=bare_words,
+        copy_steps=copy_steps,
         **model_kwargs,
     )
 
 
-def _check_digits_fit(digits_per_token: int, architecture: str) -> None:
+def _check_tokenizer_fits(digits_per_token: int, bare_words: bool, architecture: str) -> None:
+    if bare_words and architecture == "qwen2":
+        raise ValueError(
+            "bare_words needs architecture='llama': transformers loads a qwen2 folder's "
+            "tokenizer as Qwen2Tokenizer, which attaches the space before a word to it"
+        )
     if digits_per_token > 1 and architecture == "qwen2":
         raise ValueError(
             f"digits_per_token={digits_per_token} needs architecture='llama': transformers loads "
@@ -301,18 +337,41 @@ def build_tiny_model(
     chat_template: str | None = None,
     vocab_size: int = 512,
     digits_per_token: int = 1,
+    bare_words: bool = False,
+    copy_steps: int = 0,
     **model_kwargs: Any,
 ) -> Path:
-    """Build tokenizer + model from ``texts`` and save both to ``folder``; return the folder."""
-    _check_digits_fit(digits_per_token, model_kwargs.get("architecture", "qwen2"))
+    """Build tokenizer + model from ``texts`` and save both to ``folder``; return the folder.
+
+    ``copy_steps`` > 0: at most that many steps of :func:`~tool_envs.copy_pretraining.
+    pretrain_copying` before saving; what they reached is saved as ``COPY_REPORT`` beside
+    the weights.
+    """
+    _check_tokenizer_fits(digits_per_token, bare_words, model_kwargs.get("architecture", "qwen2"))
+    if copy_steps < 0:
+        raise ValueError(f"copy_steps must be 0 (none) or more, got {copy_steps}")
     folder = Path(folder)
     tokenizer = build_tokenizer(
-        texts, vocab_size=vocab_size, chat_template=chat_template, digits_per_token=digits_per_token
+        texts,
+        vocab_size=vocab_size,
+        chat_template=chat_template,
+        digits_per_token=digits_per_token,
+        bare_words=bare_words,
     )
     model = build_model(tokenizer, **model_kwargs)
+    report = None
+    if copy_steps:
+        from tool_envs.copy_pretraining import copyable_token_ids, pretrain_copying
+
+        seed = model_kwargs.get("seed", 0)
+        report = pretrain_copying(
+            model, copyable_token_ids(tokenizer), max_steps=copy_steps, seed=seed
+        )
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
+    if report is not None:
+        (folder / COPY_REPORT).write_text(json.dumps(asdict(report), indent=2) + "\n")
     return folder
 
 
