@@ -150,23 +150,18 @@ def build_tokenizer(
 def pretokenize_regex(digits_per_token: int, *, bare_words: bool = False) -> str:
     """Qwen2's pre-tokenizer pattern, numbers split into groups of ``digits_per_token``; with
     ``bare_words`` a word does not take the space or punctuation mark before it."""
-    pattern = digit_group_regex(digits_per_token)
+    from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
+
+    pattern = _replaced(PRETOKENIZE_REGEX, r"|\p{N}|", rf"|\p{{N}}{{1,{digits_per_token}}}|")
     if bare_words:
-        attached = r"[^\r\n\p{L}\p{N}]?\p{L}+"
-        if attached not in pattern:  # a transformers release with another pattern
-            raise ValueError(f"Qwen2's pre-tokenizer pattern has no {attached!r}: {pattern}")
-        pattern = pattern.replace(attached, r"\p{L}+")
+        pattern = _replaced(pattern, r"[^\r\n\p{L}\p{N}]?\p{L}+", r"\p{L}+")
     return pattern
 
 
-def digit_group_regex(digits_per_token: int) -> str:
-    """Qwen2's pre-tokenizer pattern with numbers split into groups of ``digits_per_token``."""
-    from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
-
-    single = r"|\p{N}|"
-    if single not in PRETOKENIZE_REGEX:  # a transformers release with another pattern
-        raise ValueError(f"Qwen2's pre-tokenizer pattern has no {single!r}: {PRETOKENIZE_REGEX}")
-    return PRETOKENIZE_REGEX.replace(single, rf"|\p{{N}}{{1,{digits_per_token}}}|")
+def _replaced(pattern: str, old: str, new: str) -> str:
+    if old not in pattern:  # a transformers release with another pattern
+        raise ValueError(f"Qwen2's pre-tokenizer pattern has no {old!r}: {pattern}")
+    return pattern.replace(old, new)
 
 
 def _digit_groups(digits_per_token: int) -> list[str]:
