@@ -350,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         default=0,
         help="first teach the model to copy, for at most this many steps on repeated random "
-        "tokens (it stops once it copies; ~1,000 steps for hidden 128), as pretraining does "
+        "tokens (it stops once it copies: 900-1,550 steps for hidden 128), as pretraining does "
         "for an LLM: tau tasks copy ids from the conversation",
     )
     tiny.add_argument("--seed", type=int, default=0)
