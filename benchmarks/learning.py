@@ -126,7 +126,7 @@ def _calculator_tasks(folder: Path, sizes: Mapping[str, int]) -> Path:
 
 RETAIL_DATABASES = 40  # one database has ~1,800 distinct cancellations: SFT memorised them
 RETAIL_TINY_FLAGS = ("--arch", "llama", "--digits-per-token", "3", "--vocab-size", "4096")
-RETAIL_TINY_FLAGS += ("--bare-words", "--copy-steps", "3000")
+RETAIL_TINY_FLAGS += ("--bare-words", "--copy-steps", "3000", "--copy-reach-steps", "1500")
 
 
 def _retail_tasks(folder: Path, sizes: Mapping[str, int]) -> Path:
@@ -558,6 +558,8 @@ def stages(
     tiny_flags += ["--hidden", "128", *family.tiny_flags]
     if args.quick and "--copy-steps" in tiny_flags:
         tiny_flags += ["--copy-steps", "20"]  # plumbing only, as the other stages' few steps
+    if args.quick and "--copy-reach-steps" in tiny_flags:
+        tiny_flags += ["--copy-reach-steps", "5"]
     tiny_flags += shlex.split(args.tiny_args)
     tiny = Stage(
         "tiny-model",

@@ -59,12 +59,16 @@ def test_the_retail_tiny_model_copies_before_sft_and_groups_digits(learning, tmp
     assert last_value(tiny.command, "--arch") == "llama"
     assert last_value(tiny.command, "--digits-per-token") == "3"
     assert last_value(tiny.command, "--copy-steps") == "3000"
+    assert last_value(tiny.command, "--copy-reach-steps") == "1500"
     assert "--bare-words" in tiny.command
     quick = learning.parse_args(["--family", "tau-retail", "--quick"])
     tiny, _, _ = learning.stages(quick, family, tmp_path)
     assert last_value(tiny.command, "--copy-steps") == "20"  # a smoke run's few steps
-    mine = learning.parse_args(["--family", "tau-retail", "--quick", "--tiny-args=--copy-steps 0"])
+    assert last_value(tiny.command, "--copy-reach-steps") == "5"
+    without = "--tiny-args=--copy-steps 0 --copy-reach-steps 0"
+    mine = learning.parse_args(["--family", "tau-retail", "--quick", without])
     tiny, _, _ = learning.stages(mine, family, tmp_path)
     assert last_value(tiny.command, "--copy-steps") == "0"  # the user's flags come last
+    assert last_value(tiny.command, "--copy-reach-steps") == "0"
     calculator, _, _ = learning.stages(quick, learning.FAMILIES["calculator"], tmp_path)
     assert "--copy-steps" not in calculator.command

@@ -18,11 +18,16 @@ import torch
 
 from tool_envs.cli import main as cli
 from tool_envs.copy_pretraining import (
+    MIN_DISTANCE,
     MIN_REPEAT,
+    SPAN_LENGTHS,
     copy_accuracy,
     copyable_token_ids,
+    far_spans,
     pretrain_copying,
     repeated_sequences,
+    span_copy_accuracy,
+    stretch_copying,
 )
 from tool_envs.tiny_models import COPY_REPORT, build_model, build_tiny_model, build_tokenizer
 
@@ -63,6 +68,59 @@ def test_pretraining_teaches_a_random_model_to_copy_sequences_it_never_saw(token
     assert after > 0.8, after
 
 
+def _copies(row: list[int], marked: list[bool]) -> list[tuple[int, int]]:
+    """(start, distance back to its source) of each marked copy in a row of unique tokens."""
+    found = []
+    for i in range(1, len(row)):
+        if marked[i] and not marked[i - 1]:
+            start = i - 1  # the copy's first token is not marked
+            found.append((start, start - row.index(row[start])))
+    return found
+
+
+def test_far_spans_copy_short_spans_from_near_and_far_and_mark_what_copying_predicts():
+    generator = torch.Generator().manual_seed(0)
+    tokens = list(range(1_000_000))  # so random tokens do not repeat by chance
+    ids, mask = far_spans(tokens, 64, 1024, generator, max_distance=900, spans=4)
+    assert ids.shape == mask.shape == (64, 1024)
+    distances = []
+    for row, marked in zip(ids.tolist(), mask.tolist(), strict=True):
+        copies = _copies(row, marked)
+        assert 1 <= len(copies) <= 4
+        for start, distance in copies:
+            size = next(i for i in range(start + 1, 1025) if i == 1024 or not marked[i]) - start
+            assert SPAN_LENGTHS[0] <= size <= SPAN_LENGTHS[1]
+            assert row[start : start + size] == row[start - distance : start - distance + size]
+            distances.append(distance)
+    assert min(distances) >= MIN_DISTANCE and max(distances) <= 900
+    # near copies and far ones alike
+    assert sum(d < 64 for d in distances) > len(distances) / 5
+    assert sum(d > 400 for d in distances) > len(distances) / 5
+    fixed, fixed_mask = far_spans(tokens, 8, 512, generator, max_distance=300, distance=300)
+    assert {
+        d
+        for row, m in zip(fixed.tolist(), fixed_mask.tolist(), strict=True)
+        for _, d in _copies(row, m)
+    } == {300}
+
+
+def test_stretching_copies_from_far_back_and_keeps_the_near_copies(tokenizer):
+    torch.manual_seed(0)
+    model = build_model(tokenizer, hidden_size=64, num_layers=2, intermediate_size=128)
+    tokens = copyable_token_ids(tokenizer)
+    near = pretrain_copying(model, tokens, max_steps=1500, length=32, target=0.9, seed=0)
+    assert near.reached_target, near
+    before = span_copy_accuracy(model, tokens, distance=200, length=256)
+    stretch = stretch_copying(
+        model, tokens, steps=300, length=256, max_distance=220, near_length=32, seed=1
+    )
+    after = span_copy_accuracy(model, tokens, distance=200, length=256, seed=9)
+    assert before < 0.3, before
+    assert after > before + 0.3, (before, after)
+    assert stretch.near_accuracy > 0.8, stretch
+    assert stretch.far_distance == 220 and stretch.steps == 300
+
+
 def test_a_pretraining_that_misses_its_target_says_so(tokenizer):
     model = build_model(tokenizer, hidden_size=16, num_layers=1)
     report = pretrain_copying(model, copyable_token_ids(tokenizer), max_steps=3, length=8)
@@ -82,12 +140,30 @@ def test_bad_settings_are_refused_naming_the_setting(tokenizer, tmp_path, capsys
         pretrain_copying(model, tokens, max_steps=0)
     with pytest.raises(ValueError, match=r"target must be in \(0, 1\], got 1.5"):
         pretrain_copying(model, tokens, max_steps=1, target=1.5)
+    with pytest.raises(ValueError, match="the copy distance must be in 8-1017 for length 1024"):
+        far_spans(tokens, 2, 1024, generator, max_distance=1020)
+    with pytest.raises(ValueError, match="the copy distance must be in 8-57 for length 64, got 4"):
+        far_spans(tokens, 2, 64, generator, max_distance=50, distance=4)
+    with pytest.raises(ValueError, match="steps must be at least 1, got 0"):
+        stretch_copying(model, tokens, steps=0)
     with pytest.raises(ValueError, match="copy_steps must be 0 \\(none\\) or more, got -1"):
         build_tiny_model(tmp_path / "m", TEXTS, copy_steps=-1)
+    with pytest.raises(ValueError, match="copy_reach_steps must be 0 \\(none\\) or more, got -2"):
+        build_tiny_model(tmp_path / "m", TEXTS, copy_steps=1, copy_reach_steps=-2)
+    with pytest.raises(ValueError, match="copy_reach_steps needs copy_steps"):
+        build_tiny_model(tmp_path / "m", TEXTS, copy_reach_steps=10)
     with pytest.raises(SystemExit) as exit_info:
         cli(["tiny-model", "--out", str(tmp_path / "cli"), "--copy-steps", "-5"])
     assert exit_info.value.code == 2
     assert "--copy-steps must be 0 (none) or more, got -5" in capsys.readouterr().err
+    for flags, error in (
+        (["--copy-reach-steps", "5"], "--copy-reach-steps needs --copy-steps"),
+        (["--copy-steps", "5", "--copy-reach-steps", "-1"], "got -1"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            cli(["tiny-model", "--out", str(tmp_path / "cli"), *flags])
+        assert exit_info.value.code == 2
+        assert error in capsys.readouterr().err
     assert not (tmp_path / "m").exists() and not (tmp_path / "cli").exists()
 
 
@@ -97,5 +173,18 @@ def test_the_saved_folder_says_what_copy_pretraining_reached(tmp_path):
     )
     report = json.loads((folder / COPY_REPORT).read_text())
     assert report["steps"] == 4 and report["reached_target"] is False
+    assert "reach" not in report
+    stretched = build_tiny_model(
+        tmp_path / "far",
+        TEXTS,
+        copy_steps=2,
+        copy_reach_steps=3,
+        hidden_size=16,
+        num_layers=1,
+        num_heads=2,
+    )
+    reach = json.loads((stretched / COPY_REPORT).read_text())["reach"]
+    assert reach["steps"] == 3 and reach["far_distance"] == 600
+    assert 0 <= reach["near_accuracy"] <= 1 and 0 <= reach["far_accuracy"] <= 1
     plain = build_tiny_model(tmp_path / "plain", TEXTS, hidden_size=16, num_layers=1)
     assert not (plain / COPY_REPORT).exists()

@@ -118,6 +118,29 @@ def test_splits_cover_every_category_and_share_no_task():
 # --------------------------------------------------------------------------- (6) tool rules
 
 
+ASKS_TO_BE_TOLD = ("How much", "What balance")
+
+
+def test_the_user_asks_for_every_amount_the_agent_must_state():
+    """The gold reports an amount only where the task requires it, so the user's request must
+    say so: otherwise an agent cannot know whether to state the refund, and half the tasks of
+    a category punish what the other half require."""
+    asked = {True: 0, False: 0}
+    for row in ALL_TASKS:
+        info = row["extra_info"]
+        if info["category"] not in ("cancel", "payment", "items", "exchange", "return"):
+            continue
+        opening = row["prompt"][-1]["content"]
+        wants_amount = bool(row["reward_spec"]["outputs"])
+        assert any(text in opening for text in ASKS_TO_BE_TOLD) == wants_amount, (
+            info["id"],
+            opening,
+            row["reward_spec"]["outputs"],
+        )
+        asked[wants_amount] += 1
+    assert min(asked.values()) > 20, asked  # both kinds occur
+
+
 def test_lookups_and_reads(tools):
     user = next(iter(TABLES["users"].values()))
     name = user["name"]

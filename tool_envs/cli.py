@@ -353,6 +353,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tokens (it stops once it copies: 900-1,550 steps for hidden 128), as pretraining does "
         "for an LLM: tau tasks copy ids from the conversation",
     )
+    tiny.add_argument(
+        "--copy-reach-steps",
+        type=int,
+        default=0,
+        help="then this many steps of copying short spans from up to 900 tokens back, as a tau "
+        "agent does (needs --copy-steps; 1,500 steps: 15-20 min on one core for hidden 128)",
+    )
     tiny.add_argument("--seed", type=int, default=0)
     tasks = commands.add_parser(
         "calculator-tasks", help="write a generated Calculator-v0 task set of any size (offline)"
@@ -411,6 +418,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if args.copy_steps < 0:
             parser.error(f"--copy-steps must be 0 (none) or more, got {args.copy_steps}")
+        if args.copy_reach_steps < 0:
+            parser.error(
+                f"--copy-reach-steps must be 0 (none) or more, got {args.copy_reach_steps}"
+            )
+        if args.copy_reach_steps and not args.copy_steps:
+            parser.error("--copy-reach-steps needs --copy-steps (it stretches a model that copies)")
         try:
             folder = build_tiny_model_for_env(
                 args.env,
@@ -423,6 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 architecture=args.arch,
                 bare_words=args.bare_words,
                 copy_steps=args.copy_steps,
+                copy_reach_steps=args.copy_reach_steps,
                 seed=args.seed,
             )
         except ToolEnvsError as exc:

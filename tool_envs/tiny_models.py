@@ -257,6 +257,7 @@ def build_tiny_model_for_env(
     digits_per_token: int = 1,
     bare_words: bool = False,
     copy_steps: int = 0,
+    copy_reach_steps: int = 0,
     **model_kwargs: Any,
 ) -> Path:
     """A tiny model whose tokenizer is trained on ``env_id``'s texts, saved to ``folder``.
@@ -265,7 +266,8 @@ def build_tiny_model_for_env(
     A larger ``vocab_size`` shortens long prompts (a tau policy) at the cost of a larger
     embedding and output layer; ``digits_per_token`` > 1 (with ``architecture="llama"``)
     shortens the numbers in them (:func:`build_tokenizer`). ``copy_steps`` > 0 teaches the
-    model to copy first (:mod:`tool_envs.copy_pretraining`), which a tau warm start needs.
+    model to copy first (:mod:`tool_envs.copy_pretraining`), which a tau warm start needs;
+    ``copy_reach_steps`` > 0 then stretches that copying to 900 tokens back.
     """
     from tool_envs.registration import resolve_env_id
 
@@ -290,6 +292,7 @@ def build_tiny_model_for_env(
         digits_per_token=digits_per_token,
         bare_words=bare_words,
         copy_steps=copy_steps,
+        copy_reach_steps=copy_reach_steps,
         **model_kwargs,
     )
 
@@ -334,17 +337,25 @@ def build_tiny_model(
     digits_per_token: int = 1,
     bare_words: bool = False,
     copy_steps: int = 0,
+    copy_reach_steps: int = 0,
     **model_kwargs: Any,
 ) -> Path:
     """Build tokenizer + model from ``texts`` and save both to ``folder``; return the folder.
 
     ``copy_steps`` > 0: at most that many steps of :func:`~tool_envs.copy_pretraining.
-    pretrain_copying` before saving; what they reached is saved as ``COPY_REPORT`` beside
+    pretrain_copying` before saving, then ``copy_reach_steps`` of :func:`~tool_envs.
+    copy_pretraining.stretch_copying`; what they reached is saved as ``COPY_REPORT`` beside
     the weights.
     """
     _check_tokenizer_fits(digits_per_token, bare_words, model_kwargs.get("architecture", "qwen2"))
-    if copy_steps < 0:
-        raise ValueError(f"copy_steps must be 0 (none) or more, got {copy_steps}")
+    for name, value in (("copy_steps", copy_steps), ("copy_reach_steps", copy_reach_steps)):
+        if value < 0:
+            raise ValueError(f"{name} must be 0 (none) or more, got {value}")
+    if copy_reach_steps and not copy_steps:
+        raise ValueError(
+            "copy_reach_steps needs copy_steps: stretching starts from a model that copies "
+            "(from random weights far spans alone do not get going)"
+        )
     folder = Path(folder)
     tokenizer = build_tokenizer(
         texts,
@@ -354,19 +365,25 @@ def build_tiny_model(
         bare_words=bare_words,
     )
     model = build_model(tokenizer, **model_kwargs)
-    report = None
+    report: dict[str, Any] | None = None
     if copy_steps:
-        from tool_envs.copy_pretraining import copyable_token_ids, pretrain_copying
+        from tool_envs.copy_pretraining import (
+            copyable_token_ids,
+            pretrain_copying,
+            stretch_copying,
+        )
 
         seed = model_kwargs.get("seed", 0)
-        report = pretrain_copying(
-            model, copyable_token_ids(tokenizer), max_steps=copy_steps, seed=seed
-        )
+        tokens = copyable_token_ids(tokenizer)
+        report = asdict(pretrain_copying(model, tokens, max_steps=copy_steps, seed=seed))
+        if copy_reach_steps:
+            stretch = stretch_copying(model, tokens, steps=copy_reach_steps, seed=seed)
+            report["reach"] = asdict(stretch)
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     if report is not None:
-        (folder / COPY_REPORT).write_text(json.dumps(asdict(report), indent=2) + "\n")
+        (folder / COPY_REPORT).write_text(json.dumps(report, indent=2) + "\n")
     return folder
 
 

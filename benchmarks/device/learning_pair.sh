@@ -10,8 +10,8 @@
 # A_TINY and B_TINY give each its own `tool-envs tiny-model` flags (default TINY_ARGS), e.g. a
 # model-size A/B: A_ARGS="--loss_on policy" B_ARGS="--loss_on policy" A_TINY="--hidden 256"
 # B_TINY="--hidden 512". VARIANTS="a b c" adds a third run with C_ARGS and C_TINY (default
-# --loss_on policy), e.g. C_TINY="--copy-steps 0" (tau-retail's tiny model without its copy
-# pretraining). It may run beside sft_continue.sh (one install: common.sh).
+# --loss_on policy), e.g. C_TINY="--copy-steps 0 --copy-reach-steps 0" (tau-retail's tiny
+# model without its copy pretraining). It may run beside sft_continue.sh (one install: common.sh).
 # DEVICE=cpu runs it here as a smoke test.
 # Back under $OUT: a.log, b.log, ... and a.tgz, b.tgz, ... (summary, logs, metrics,
 # greedy_checks.jsonl).

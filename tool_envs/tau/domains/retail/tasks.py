@@ -69,6 +69,13 @@ _WRITER = TaskWriter(writes=WRITE_TOOLS, join_by_key={"order_id": " and "})
 _opening = Opening(greetings=("Hi,", "Hello,", "Hi there,", "Good morning,", "Hey,"))
 
 
+def _asking(rng: random.Random, parts: list[Part], asks: list[str] | None = None) -> str:
+    """The opening message: the parts' requests (or ``asks``), then what the user wants to be
+    told (:attr:`Part.question`), so the agent knows which amounts to state."""
+    questions = " ".join(part.question for part in parts if part.question)
+    return _opening(rng, asks or [part.ask for part in parts], questions)
+
+
 def _num(amount: float) -> str:
     return f"{amount:.2f}"
 
@@ -184,6 +191,7 @@ def _cancel(rng: random.Random, ctx: _Context, order_id: str, output: bool) -> P
         ),
         outputs=[money(refund)] if output else [],
         tags=["cancel_pending_order"],
+        question="How much will I get back?" if output else "",
     )
 
 
@@ -273,6 +281,7 @@ def _payment(rng: random.Random, ctx: _Context, order_id: str, output: bool) -> 
         ),
         outputs=outputs,
         tags=["modify_pending_order_payment"],
+        question="What balance will be left afterwards?" if outputs else "",
     )
 
 
@@ -377,6 +386,7 @@ def _swap_part(
         ask=rng.choice(asks),
         outputs=outputs,
         tags=tags,
+        question=f"How much will be {settle} me?" if output else "",
     )
 
 
@@ -431,6 +441,7 @@ def _return(
         ),
         outputs=outputs,
         tags=["return_delivered_order_items"] + (["multi_item"] if count > 1 else []),
+        question="How much will the refund be in total?" if output else "",
     )
 
 
@@ -479,7 +490,7 @@ def _single(rng: random.Random, ctx: _Context, category: str) -> Draft | None:
     if part is None:
         return None
     user = ctx.users[ctx.orders[part.info["order_id"]]["user_id"]]
-    return Draft(subject=user, parts=[part], reason_for_call=_opening(rng, [part.ask]))
+    return Draft(subject=user, parts=[part], reason_for_call=_asking(rng, [part]))
 
 
 def _cancel_two(rng: random.Random, ctx: _Context) -> Draft | None:
@@ -528,7 +539,7 @@ def _user_and_order_address(rng: random.Random, ctx: _Context) -> Draft | None:
 def _user_address_only(rng: random.Random, ctx: _Context) -> Draft | None:
     user = ctx.users[rng.choice(list(ctx.users))]
     part = _user_address(rng, user, random_address(rng))
-    return Draft(subject=user, parts=[part], reason_for_call=_opening(rng, [part.ask]))
+    return Draft(subject=user, parts=[part], reason_for_call=_asking(rng, [part]))
 
 
 _COMBOS = (
@@ -582,7 +593,7 @@ def _multi_step(rng: random.Random, ctx: _Context) -> Draft | None:
         parts = [one, two]
         asks = [one.ask, two.ask]
     return Draft(
-        subject=user, parts=parts, reason_for_call=_opening(rng, asks), tags=["multi_step"]
+        subject=user, parts=parts, reason_for_call=_asking(rng, parts, asks), tags=["multi_step"]
     )
 
 
@@ -603,7 +614,7 @@ def _items_twice(rng: random.Random, ctx: _Context) -> Draft | None:
     return Draft(
         subject=ctx.users[order["user_id"]],
         parts=[part],
-        reason_for_call=_opening(rng, [part.ask]),
+        reason_for_call=_asking(rng, [part]),
         tags=["refusal"],
     )
 
@@ -696,7 +707,7 @@ def _transfer(rng: random.Random, ctx: _Context) -> Draft | None:
     part = _transfer_part(rng, ctx, user)
     if part is None:
         return None
-    return Draft(subject=user, parts=[part], reason_for_call=_opening(rng, [part.ask]))
+    return Draft(subject=user, parts=[part], reason_for_call=_asking(rng, [part]))
 
 
 def _transfer_after_write(rng: random.Random, ctx: _Context) -> Draft | None:
