@@ -152,18 +152,24 @@ def copy_accuracy(
 
     generator = torch.Generator().manual_seed(seed)
     right = counted = 0
+    for _ in range(batches):
+        ids, mask = repeated_sequences(token_ids, batch_size, length, generator)
+        right += int((_predicted(model, ids) == ids[:, 1:])[mask[:, 1:]].sum())
+        counted += int(mask[:, 1:].sum())
+    return right / counted
+
+
+def _predicted(model: Any, ids: Any) -> Any:
+    """``model``'s argmax prediction of each next token of ``ids``, in eval mode, no grad."""
+    import torch
+
     was_training = model.training
     model.eval()
     try:
         with torch.no_grad():
-            for _ in range(batches):
-                ids, mask = repeated_sequences(token_ids, batch_size, length, generator)
-                predicted = model(input_ids=ids).logits[:, :-1].argmax(-1)
-                right += int((predicted == ids[:, 1:])[mask[:, 1:]].sum())
-                counted += int(mask[:, 1:].sum())
+            return model(input_ids=ids).logits[:, :-1].argmax(-1)
     finally:
         model.train(was_training)
-    return right / counted
 
 
 def far_spans(
@@ -292,14 +298,7 @@ def span_copy_accuracy(
     ids, mask = far_spans(
         token_ids, rows, length, generator, max_distance=distance, spans=6, distance=distance
     )
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            predicted = model(input_ids=ids).logits[:, :-1].argmax(-1)
-    finally:
-        model.train(was_training)
-    return float((predicted == ids[:, 1:])[mask[:, 1:]].float().mean())
+    return float((_predicted(model, ids) == ids[:, 1:])[mask[:, 1:]].float().mean())
 
 
 def copyable_token_ids(tokenizer: Any) -> list[int]:
