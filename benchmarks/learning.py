@@ -34,6 +34,8 @@ Not part of CI: ~10-13 minutes a seed on 2 CPU cores (the arms run at once). ``-
 a smoke run of the plumbing (a few steps; no verdict). ``--reuse`` skips stages whose output
 folder already holds the same command's finished result. ``--sft-args``, ``--grpo-args`` (with
 ``--variant``) and ``--arms`` run the variants measured in ``benchmarks/README.md``.
+``--warm-start`` starts the arms from an SFT model trained elsewhere; with ``--warm-start-tasks``
+(the task set it trained on) held-out tasks about its customers are dropped before scoring.
 """
 
 from __future__ import annotations
@@ -103,6 +105,8 @@ class Family(NamedTuple):
     """What differs between the envs the benchmark trains on: configs, tasks, budgets, goal.
 
     ``min_gain``: the treated arm's least held-out gain over its own SFT start (0: none asked).
+    ``customers``: the accounts a task is about (None: its tasks have none), so that a warm start
+    trained on another task set is not scored on its own customers.
     """
 
     env_id: str
@@ -114,6 +118,7 @@ class Family(NamedTuple):
     max_completion_length: int
     max_tokens_per_turn: int
     min_gain: float
+    customers: Callable[[Mapping[str, Any]], set[str]] | None = None
 
 
 def _calculator_tasks(folder: Path, sizes: Mapping[str, int]) -> Path:
@@ -147,6 +152,23 @@ def _retail_tasks(folder: Path, sizes: Mapping[str, int]) -> Path:
     )
 
 
+RETAIL_ACCOUNT_ARGUMENTS = ("user_id", "email", "order_id")
+
+
+def retail_customers(task: Mapping[str, Any]) -> set[str]:
+    """The user ids, emails and order ids a retail task's gold actions name.
+
+    Values only, across databases: an id that recurs in two databases counts as shared, which
+    drops a few more held-out tasks than needed and never keeps one it should not.
+    """
+    return {
+        str(value)
+        for action in task["reward_spec"]["actions"]
+        for name, value in action["arguments"].items()
+        if name in RETAIL_ACCOUNT_ARGUMENTS
+    }
+
+
 FAMILIES = {
     "calculator": Family(
         env_id="tool_envs/Calculator-v0",
@@ -172,6 +194,7 @@ FAMILIES = {
         max_completion_length=3072,  # the configs' episode budgets
         max_tokens_per_turn=96,
         min_gain=0.10,
+        customers=retail_customers,
     ),
 }
 
@@ -186,6 +209,27 @@ def heldout_tasks(family: Family, out: Path, count: int) -> list[dict[str, Any]]
 
     folder = family.write_tasks(out / "tasks", {**family.sizes, "heldout": count})
     return load_tasks(folder, split="heldout")
+
+
+def unseen_by(
+    family: Family, tasks: Sequence[Mapping[str, Any]], trained_on: Path
+) -> list[Mapping[str, Any]]:
+    """The held-out tasks whose customers no task in ``trained_on`` (every split) is about.
+
+    A warm start trained elsewhere may have seen the held-out customers: its task set held
+    none out. Scoring it on them would count memorised accounts as learning.
+    """
+    from tool_envs.data import load_tasks
+
+    if family.customers is None:
+        raise ValueError(f"{family.env_id}'s tasks are about no customers to hold out")
+    seen: set[str] = set()
+    for split in sorted(path.stem for path in (trained_on / "data").glob("*.jsonl")):
+        for task in load_tasks(trained_on, split=split):
+            seen |= family.customers(task)
+    if not seen:
+        raise SystemExit(f"--warm-start-tasks {trained_on}: no tasks with customers there")
+    return [task for task in tasks if not family.customers(task) & seen]
 
 
 # ---------------------------------------------------------------------------- stages
@@ -535,7 +579,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "benchmarks/device/sft_continue.sh): the tiny-model and SFT stages are skipped and the "
         "GRPO arms start from it",
     )
+    parser.add_argument(
+        "--warm-start-tasks",
+        type=Path,
+        default=None,
+        help="the task set the --warm-start model was trained on: held-out tasks about its "
+        "customers are dropped before scoring (the count is printed)",
+    )
     args = parser.parse_args(argv)
+    if args.warm_start_tasks is not None:
+        if args.warm_start is None:
+            parser.error("--warm-start-tasks needs --warm-start (the model trained on them)")
+        if FAMILIES[args.family].customers is None:
+            parser.error(f"--warm-start-tasks: the {args.family} family's tasks have no customers")
+        args.warm_start_tasks = args.warm_start_tasks.resolve()
+        if not any((args.warm_start_tasks / "data").glob("*.jsonl")):
+            parser.error(
+                f"--warm-start-tasks {args.warm_start_tasks}: no task set there (no data/*.jsonl)"
+            )
     if args.warm_start is not None:
         args.warm_start = args.warm_start.resolve()
         if not (args.warm_start / "config.json").is_file():
@@ -652,6 +713,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     family = FAMILIES[args.family]
     tasks = heldout_tasks(family, out, 20 if args.quick else args.eval_tasks)
+    if args.warm_start_tasks is not None:
+        written = len(tasks)
+        tasks = unseen_by(family, tasks, args.warm_start_tasks)
+        print(
+            f"held-out tasks about customers the warm start trained on: {written - len(tasks)} "
+            f"of {written} dropped ({args.warm_start_tasks})"
+        )
     count = len(tasks)
     timings["task set"] = time.perf_counter() - start
     shown = ", ".join(f"{count} {split}" for split, count in family.sizes.items())
@@ -786,6 +854,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "verdict": None if args.quick else passed,
         "timings_s": timings,
         "warm_start": None if args.warm_start is None else str(args.warm_start),
+        "warm_start_tasks": None if args.warm_start_tasks is None else str(args.warm_start_tasks),
         "commands": {stage.name: stage.command for stage in (*ran, *arms.values())},
         "curves": curves,
     }

@@ -72,3 +72,44 @@ def test_the_retail_tiny_model_copies_before_sft_and_groups_digits(learning, tmp
     assert last_value(tiny.command, "--copy-reach-steps") == "0"
     calculator, _, _ = learning.stages(quick, learning.FAMILIES["calculator"], tmp_path)
     assert "--copy-steps" not in calculator.command
+
+
+def test_a_warm_start_is_not_scored_on_customers_it_trained_on(learning, tmp_path, capsys):
+    from tool_envs.data import load_tasks
+    from tool_envs.tau.task_set import write_task_set
+
+    family = learning.FAMILIES["tau-retail"]
+    # Trained elsewhere on a set that held no customers out: some are the held-out ones here.
+    trained_on = write_task_set(
+        tmp_path / "sft-tasks", "retail", {"train": 300}, categories=["cancel"]
+    )
+    ours = write_task_set(
+        tmp_path / "tasks",
+        "retail",
+        {"train": 10, "heldout": 40},
+        categories=["cancel"],
+        heldout_splits=["heldout"],
+    )
+    heldout = load_tasks(ours, split="heldout")
+    kept = learning.unseen_by(family, heldout, trained_on)
+    seen = set().union(*(family.customers(task) for task in load_tasks(trained_on, split="train")))
+    assert 0 < len(kept) < len(heldout)  # some held-out customers were trained on, some not
+    for task in heldout:
+        assert (task in kept) == (not family.customers(task) & seen)
+    assert all(family.customers(task) for task in heldout)  # every task names its customer
+
+    warm = tmp_path / "sft"
+    warm.mkdir()
+    (warm / "config.json").write_text("{}")
+    flags = ["--family", "tau-retail", "--warm-start-tasks", str(trained_on)]
+    with pytest.raises(SystemExit):
+        learning.parse_args(flags)  # no model said to have trained on them
+    assert "needs --warm-start" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        learning.parse_args([*flags[:3], str(tmp_path / "nowhere"), "--warm-start", str(warm)])
+    assert "no task set there" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        learning.parse_args(["--warm-start", str(warm), *flags[2:]])  # calculator: no customers
+    assert "calculator family's tasks have no customers" in capsys.readouterr().err
+    args = learning.parse_args([*flags, "--warm-start", str(warm)])
+    assert args.warm_start_tasks == trained_on.resolve()

@@ -154,6 +154,25 @@ def test_task_set_covers_every_write_tool_refusals_transfers_and_outputs(splits)
     assert not {key(r) for r in splits["train"]} & {key(r) for r in splits["test"]}
 
 
+def test_the_user_asks_what_added_bags_cost_exactly_when_there_is_a_fee(splits):
+    """Bags within the free allowance cost nothing and the gold states no fee; paid ones must be
+    stated. The scripted user only says its opening, so the opening has to ask for the fee
+    exactly when there is one: otherwise half the tasks punish what the other half require."""
+    asked = Counter()
+    for row in _all_tasks(splits):
+        if row["extra_info"]["category"] != "add_bags":
+            continue
+        opening = row["prompt"][-1]["content"]
+        states_fee = bool(row["reward_spec"]["outputs"])
+        assert ("How much will the extra luggage cost?" in opening) == states_fee, (
+            row["extra_info"]["id"],
+            opening,
+            row["reward_spec"]["outputs"],
+        )
+        asked[states_fee] += 1
+    assert min(asked[True], asked[False]) > 20, asked  # both kinds occur
+
+
 def test_generation_is_deterministic_for_other_sizes_and_seeds():
     small = generate_splits({"train": 40, "test": 20}, seed=3)
     assert small == generate_splits({"train": 40, "test": 20}, seed=3)

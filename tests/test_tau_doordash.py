@@ -162,6 +162,29 @@ def test_splits_cover_every_category_and_share_no_task():
         assert names[1] == "get_customer_details"
 
 
+ASKS_TO_BE_TOLD = ("How much will I get back?", "What will my new total be?",
+                   "How much will I be refunded?")  # fmt: skip
+
+
+def test_the_user_asks_for_every_amount_the_agent_must_state():
+    """Cancellations, item changes and refunds state an amount in some tasks and not in others;
+    the scripted user only says its opening, so the opening asks for the amount exactly where
+    the gold states it (a multi-step task without outputs asks nothing)."""
+    asked = {True: 0, False: 0}
+    for row in ALL_TASKS:
+        info = row["extra_info"]
+        opening = row["prompt"][-1]["content"]
+        wants_amount = bool(row["reward_spec"]["outputs"])
+        asks = any(text in opening for text in ASKS_TO_BE_TOLD)
+        if info["category"] == "multi_step":
+            assert wants_amount or not asks, (info["id"], opening)
+        if info["category"] not in ("cancel", "modify_items", "add_items", "refund"):
+            continue
+        assert asks == wants_amount, (info["id"], opening, row["reward_spec"]["outputs"])
+        asked[wants_amount] += 1
+    assert min(asked.values()) > 20, asked  # both kinds occur
+
+
 # --------------------------------------------------------------------------- (6) tool rules
 
 

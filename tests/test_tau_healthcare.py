@@ -231,6 +231,26 @@ def test_splits_cover_every_category_and_share_no_task():
         assert not any(known[k] in opening for k in identifiers if k in known)
 
 
+def test_the_user_asks_for_the_pharmacy_and_the_copay_exactly_when_they_must_be_stated():
+    """Some refills state the pharmacy and some bookings the copay, with the same request
+    otherwise; the scripted user only says its opening, so the opening asks for each exactly
+    where the gold states it."""
+    pharmacies = {rx["pharmacy"].split(" (")[0] for rx in TABLES["prescriptions"].values()}
+    asked = Counter()
+    for row in ALL_TASKS:
+        info, outputs = row["extra_info"], row["reward_spec"]["outputs"]
+        opening = row["prompt"][-1]["content"]
+        states_pharmacy = any(output in pharmacies for output in outputs)
+        assert ("Which pharmacy" in opening) == states_pharmacy, (info["id"], opening, outputs)
+        if any(a["name"] == "request_refill" for a in actions_of(row)):
+            asked["pharmacy", states_pharmacy] += 1
+        if info["category"] in ("book_primary", "book_specialist", "book_with_copay", "declined"):
+            states_copay = any(a["name"] == "check_coverage" for a in actions_of(row))
+            assert ("What will my copay be?" in opening) == states_copay, (info["id"], opening)
+            asked["copay", states_copay] += 1
+    assert min(asked.values()) > 20 and len(asked) == 4, asked  # every kind occurs
+
+
 def test_every_gold_write_follows_the_policy():
     """What rules.py says a correct agent may do holds for every write of every gold."""
     counts = Counter()

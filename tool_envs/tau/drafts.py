@@ -49,8 +49,9 @@ class Part:
     ask: str
     outputs: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
-    # What the user asks to be told ("How much will I get back?"), said with the request: the
-    # agent can only know to state an output if the user asks for it.
+    # What the user asks to be told ("How much will I get back?"), set only with outputs and
+    # said with the request (:meth:`~tool_envs.tau.wording.Opening.asking`): the agent can only
+    # know to state an output if the user asks for it.
     question: str = ""
 
 

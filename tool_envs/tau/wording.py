@@ -7,7 +7,12 @@ domain tunes (its greetings, its way with money), while drafting is the same for
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tool_envs.tau.drafts import Part
 
 
 def money(amount: float) -> str:
@@ -43,3 +48,12 @@ class Opening:
         text = f"{greeting} {want} {body}"
         text += "?" if want.endswith("help me") else "."
         return text + (f" {question}" if question else "")
+
+    def asking(
+        self, rng: random.Random, parts: Sequence[Part], asks: list[str] | None = None
+    ) -> str:
+        """The opening for ``parts``: their requests (or ``asks``, other words for them), then
+        what the user wants to be told (each part's ``question``). The scripted user only says
+        its opening, so this is how the agent learns which values it must state."""
+        questions = " ".join(part.question for part in parts if part.question)
+        return self(rng, asks or [part.ask for part in parts], questions)

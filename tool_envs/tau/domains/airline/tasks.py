@@ -129,10 +129,20 @@ def _draft(
     actions: list[Action],
     outputs: Sequence[str] = (),
     confirm: bool = True,
+    question: str = "",
 ) -> Draft:
-    """One request of one user as the kit's draft; ``reason`` is the user's whole opening."""
-    part = Part(actions, info=known, instruction=instructions, ask=reason, outputs=list(outputs))
-    return Draft(ctx.users[user_id], [part], reason_for_call=reason, confirm=confirm)
+    """One request of one user as the kit's draft; ``reason`` is the user's whole opening, to
+    which ``question`` (what the user wants to be told, :attr:`Part.question`) is added."""
+    part = Part(
+        actions,
+        info=known,
+        instruction=instructions,
+        ask=reason,
+        outputs=list(outputs),
+        question=question,
+    )
+    opening = f"{reason} {question}" if question else reason
+    return Draft(ctx.users[user_id], [part], reason_for_call=opening, confirm=confirm)
 
 
 class _Context(TaskContext):
@@ -852,10 +862,14 @@ def _add_bags(rng: random.Random, ctx: _Context) -> Draft | None:
     }
     instructions = (
         f"Add {extra} checked bag(s) to reservation {rid}; pay any fee with "
-        f"{ctx.payment_words(plan['method'])}. Ask what it costs."
+        f"{ctx.payment_words(plan['method'])}."
     )
-    outputs = [_amount(plan["fee"])] if plan["fee"] else []
-    return _draft(ctx, user_id, reason, known, instructions, actions, outputs)
+    if not plan["fee"]:  # within the free allowance: nothing to state, so nothing is asked
+        return _draft(ctx, user_id, reason, known, instructions, actions)
+    fee = [_amount(plan["fee"])]
+    question = "How much will the extra luggage cost?"
+    instructions += " Ask what it costs."
+    return _draft(ctx, user_id, reason, known, instructions, actions, fee, question=question)
 
 
 def _update_passengers(rng: random.Random, ctx: _Context) -> Draft | None:

@@ -109,6 +109,7 @@ _CANCEL_SAY = {
     "taking_too_long": "It's taking too long.",
 }
 _REFUND_QUESTION = " You want to know how much money you will get back."
+_NEW_TOTAL = "What will my new total be?"
 _REFUND_SAY = {
     "missing_item": "missing from the bag",
     "wrong_item": "not what you ordered (the restaurant sent the wrong dish)",
@@ -270,6 +271,7 @@ def _cancel(rng: random.Random, ctx: _Context, order: Record, output: bool) -> _
         ),
         outputs=outputs,
         tags=["cancel_order"],
+        question="How much will I get back?" if outputs else "",
     )
 
 
@@ -370,6 +372,7 @@ def _modify(
         ),
         outputs=outputs,
         tags=["modify_order_items"] + (["multi_item"] if count > 1 else []),
+        question=_NEW_TOTAL if outputs else "",
     )
 
 
@@ -434,6 +437,7 @@ def _add(
         ),
         outputs=outputs,
         tags=["add_order_items"] + (["multi_item"] if count > 1 else []),
+        question=_NEW_TOTAL if outputs else "",
     )
 
 
@@ -580,6 +584,7 @@ def _refund(
         ),
         outputs=outputs,
         tags=["issue_refund"] + (["multi_item"] if count > 1 else []),
+        question="How much will I be refunded?" if outputs else "",
     )
 
 
@@ -799,7 +804,7 @@ def _one(
     if part is None or order is None:
         return None
     return Draft(
-        subject=ctx.customer_of(order), parts=[part], reason_for_call=_opening(rng, [part.ask])
+        subject=ctx.customer_of(order), parts=[part], reason_for_call=_opening.asking(rng, [part])
     )
 
 
@@ -852,7 +857,7 @@ def _cancel_two(rng: random.Random, ctx: _Context) -> Draft | None:
     parts[0].actions, parts[1].actions = reads, writes
     refunds = [amount_paid(o) - cancellation_fee(o) for o in (first, second)]
     for part in parts:
-        part.outputs = []
+        part.outputs, part.question = [], ""
         part.instruction = part.instruction.replace(_REFUND_QUESTION, "")
     return Draft(
         subject=customer,
@@ -975,7 +980,10 @@ def _multi_step(rng: random.Random, ctx: _Context) -> Draft | None:
             return None
         asks = [part.ask for part in parts]
     return Draft(
-        subject=customer, parts=parts, reason_for_call=_opening(rng, asks), tags=["multi_step"]
+        subject=customer,
+        parts=parts,
+        reason_for_call=_opening.asking(rng, parts, asks),
+        tags=["multi_step"],
     )
 
 
@@ -1225,7 +1233,7 @@ def _transfer_after_write(rng: random.Random, ctx: _Context) -> Draft | None:
         return None
     # No required output: the gold episode ends with the transfer, before any report.
     one.actions = [a for a in one.actions if a["name"] != "calculate"]
-    one.outputs = []
+    one.outputs, one.question = [], ""
     one.instruction = one.instruction.replace(_REFUND_QUESTION, "").replace(
         " You want to know how much will be refunded.", ""
     )

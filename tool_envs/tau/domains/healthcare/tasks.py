@@ -290,6 +290,7 @@ def _book(
         call("get_provider_availability", provider_id=provider["provider_id"], date=date)
     )
     outputs = [NEW_APPOINTMENT] if new_id else []
+    question = ""  # the new id is stated unasked (rule 2.4); a copay only when asked
     instruction = (
         f"You want a {visit_type} appointment with "
         + (
@@ -314,6 +315,7 @@ def _book(
         )
         outputs.append(money(amount))
         instruction += " Before booking you want to know your copay for the visit."
+        question = "What will my copay be?"
     start = f"{date} {time}"
     actions.append(
         call(
@@ -350,6 +352,7 @@ def _book(
         ask=ask,
         outputs=outputs,
         tags=["book_appointment"],
+        question=question,
     )
 
 
@@ -483,6 +486,7 @@ def _refill(
         ),
         outputs=outputs,
         tags=["request_refill"],
+        question="Which pharmacy will the refill go to?" if outputs else "",
     )
 
 
@@ -826,10 +830,7 @@ def _any_patient(rng: random.Random, ctx: _Context, adult: bool = True) -> Recor
 
 def _draft(rng: random.Random, patient: Record, parts: list[Part], **kwargs: Any) -> _Draft:
     return _Draft(
-        subject=patient,
-        parts=parts,
-        reason_for_call=_opening(rng, [p.ask for p in parts]),
-        **kwargs,
+        subject=patient, parts=parts, reason_for_call=_opening.asking(rng, parts), **kwargs
     )
 
 
@@ -904,11 +905,13 @@ def _refill_two(rng: random.Random, ctx: _Context) -> _Draft | None:
     pharmacy = rng.random() < 0.5
     one = _refill(rng, ctx, first, pharmacy=pharmacy)
     two = _refill(rng, ctx, second, pharmacy=False, read_list=False)
+    if one.question:  # which refill: the outputs name the first one's pharmacy only
+        one.question = f"Which pharmacy will the {first['medication']} go to?"
     return _Draft(
         subject=patient,
         parts=[one, two],
         tags=["multi_item"],
-        reason_for_call=_opening(rng, ["refill two of my prescriptions"]),
+        reason_for_call=_opening.asking(rng, [one, two], ["refill two of my prescriptions"]),
     )
 
 

@@ -69,13 +69,6 @@ _WRITER = TaskWriter(writes=WRITE_TOOLS, join_by_key={"order_id": " and "})
 _opening = Opening(greetings=("Hi,", "Hello,", "Hi there,", "Good morning,", "Hey,"))
 
 
-def _asking(rng: random.Random, parts: list[Part], asks: list[str] | None = None) -> str:
-    """The opening message: the parts' requests (or ``asks``), then what the user wants to be
-    told (:attr:`Part.question`), so the agent knows which amounts to state."""
-    questions = " ".join(part.question for part in parts if part.question)
-    return _opening(rng, asks or [part.ask for part in parts], questions)
-
-
 def _num(amount: float) -> str:
     return f"{amount:.2f}"
 
@@ -490,7 +483,7 @@ def _single(rng: random.Random, ctx: _Context, category: str) -> Draft | None:
     if part is None:
         return None
     user = ctx.users[ctx.orders[part.info["order_id"]]["user_id"]]
-    return Draft(subject=user, parts=[part], reason_for_call=_asking(rng, [part]))
+    return Draft(subject=user, parts=[part], reason_for_call=_opening.asking(rng, [part]))
 
 
 def _cancel_two(rng: random.Random, ctx: _Context) -> Draft | None:
@@ -539,7 +532,7 @@ def _user_and_order_address(rng: random.Random, ctx: _Context) -> Draft | None:
 def _user_address_only(rng: random.Random, ctx: _Context) -> Draft | None:
     user = ctx.users[rng.choice(list(ctx.users))]
     part = _user_address(rng, user, random_address(rng))
-    return Draft(subject=user, parts=[part], reason_for_call=_asking(rng, [part]))
+    return Draft(subject=user, parts=[part], reason_for_call=_opening.asking(rng, [part]))
 
 
 _COMBOS = (
@@ -593,7 +586,10 @@ def _multi_step(rng: random.Random, ctx: _Context) -> Draft | None:
         parts = [one, two]
         asks = [one.ask, two.ask]
     return Draft(
-        subject=user, parts=parts, reason_for_call=_asking(rng, parts, asks), tags=["multi_step"]
+        subject=user,
+        parts=parts,
+        reason_for_call=_opening.asking(rng, parts, asks),
+        tags=["multi_step"],
     )
 
 
@@ -614,7 +610,7 @@ def _items_twice(rng: random.Random, ctx: _Context) -> Draft | None:
     return Draft(
         subject=ctx.users[order["user_id"]],
         parts=[part],
-        reason_for_call=_asking(rng, [part]),
+        reason_for_call=_opening.asking(rng, [part]),
         tags=["refusal"],
     )
 
@@ -707,7 +703,7 @@ def _transfer(rng: random.Random, ctx: _Context) -> Draft | None:
     part = _transfer_part(rng, ctx, user)
     if part is None:
         return None
-    return Draft(subject=user, parts=[part], reason_for_call=_asking(rng, [part]))
+    return Draft(subject=user, parts=[part], reason_for_call=_opening.asking(rng, [part]))
 
 
 def _transfer_after_write(rng: random.Random, ctx: _Context) -> Draft | None:
