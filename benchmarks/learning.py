@@ -436,7 +436,17 @@ def sparkline(values: Sequence[float]) -> str:
     return "".join(bars[min(len(bars) - 1, round(v * (len(bars) - 1)))] for v in values)
 
 
-def print_curves(curves: Mapping[str, list[tuple[int, float]]], window: int) -> None:
+def sampling(grpo_config: Path) -> str:
+    """How the arms sample, from their GRPO config: completions a step and temperature."""
+    import yaml
+
+    config = yaml.safe_load(grpo_config.read_text())
+    return f"{config['per_device_train_batch_size']} per step, T={config['temperature']}"
+
+
+def print_curves(
+    curves: Mapping[str, list[tuple[int, float]]], window: int, sampled: str = ""
+) -> None:
     """Smoothed training success per arm at regular steps, and a sparkline of each curve."""
     longest = max((len(points) for points in curves.values()), default=0)
     if not longest:
@@ -445,8 +455,8 @@ def print_curves(curves: Mapping[str, list[tuple[int, float]]], window: int) -> 
     every = max(1, longest // 15)
     smoothed = {arm: smooth([v for _, v in points], window) for arm, points in curves.items()}
     print(
-        f"\nTraining success of the sampled rollouts (env/success_rate, 32 per step, T=0.7), "
-        f"trailing mean over {window} steps:"
+        f"\nTraining success of the sampled rollouts (env/success_rate"
+        f"{', ' + sampled if sampled else ''}), trailing mean over {window} steps:"
     )
     print(f"{'step':>6} " + " ".join(f"{arm:>9}" for arm in curves))
     for index in range(every - 1, longest, every):
@@ -826,7 +836,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     curves = {arm: read_curve(stage.folder / "metrics.jsonl") for arm, stage in arms.items()}
     window = max(1, min(10, steps // 5))
-    print_curves(curves, window)
+    print_curves(curves, window, sampling(family.grpo_config))
     for arm, stage in arms.items():
         equal = [v for _, v in read_curve(stage.folder / "metrics.jsonl", "frac_reward_zero_std")]
         if equal:

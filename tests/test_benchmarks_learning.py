@@ -113,3 +113,12 @@ def test_a_warm_start_is_not_scored_on_customers_it_trained_on(learning, tmp_pat
     assert "calculator family's tasks have no customers" in capsys.readouterr().err
     args = learning.parse_args([*flags, "--warm-start", str(warm)])
     assert args.warm_start_tasks == trained_on.resolve()
+
+
+def test_the_curves_say_how_each_family_samples(learning, capsys):
+    """The header once said 32 completions a step for every family; tau-retail samples 16."""
+    assert learning.sampling(learning.FAMILIES["calculator"].grpo_config) == "32 per step, T=0.7"
+    retail = learning.sampling(learning.FAMILIES["tau-retail"].grpo_config)
+    assert retail == "16 per step, T=0.7"
+    learning.print_curves({"treated": [(1, 0.0), (2, 0.5)]}, 1, retail)
+    assert "(env/success_rate, 16 per step, T=0.7)" in capsys.readouterr().out
