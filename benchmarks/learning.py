@@ -223,10 +223,8 @@ def unseen_by(
 
     if family.customers is None:
         raise ValueError(f"{family.env_id}'s tasks are about no customers to hold out")
-    seen: set[str] = set()
-    for split in sorted(path.stem for path in (trained_on / "data").glob("*.jsonl")):
-        for task in load_tasks(trained_on, split=split):
-            seen |= family.customers(task)
+    files = sorted(str(path) for path in (trained_on / "data").glob("*.jsonl"))
+    seen = {customer for task in load_tasks(files) for customer in family.customers(task)}
     if not seen:
         raise SystemExit(f"--warm-start-tasks {trained_on}: no tasks with customers there")
     return [task for task in tasks if not family.customers(task) & seen]
