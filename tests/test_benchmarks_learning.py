@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
+from vllm_helpers import requires_vllm
 
 BENCHMARK = Path(__file__).resolve().parents[1] / "benchmarks" / "learning.py"
 
@@ -122,3 +124,64 @@ def test_the_curves_say_how_each_family_samples(learning, capsys):
     assert retail == "16 per step, T=0.7"
     learning.print_curves({"treated": [(1, 0.0), (2, 0.5)]}, 1, retail)
     assert "(env/success_rate, 16 per step, T=0.7)" in capsys.readouterr().out
+
+
+def test_a_warm_start_without_a_stage_marker_is_scored_once(learning, tmp_path):
+    """A model trained elsewhere has no stage.json: its score is tied to its weights instead."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    warm = tmp_path / "carried-sft"
+    warm.mkdir()
+    save_file({"w": np.zeros(4, dtype=np.float32)}, str(warm / "model.safetensors"))
+    key = learning.model_key(warm)
+    assert key is not None and key.startswith("sha256:")
+    assert learning.model_key(warm) == key  # the same weights, the same key
+
+    evals = tmp_path / "eval"
+    evals.mkdir()
+    tasks = [{"extra_info": {"id": "retail-heldout-0003"}}]
+    saved = {"model_stage": key, "task_ids": ["retail-heldout-0003"], "success": [1]}
+    (evals / "sft.json").write_text(json.dumps(saved | {"seconds": 700.0}))
+    # A hit returns the saved score; a miss would try to play episodes with a folder that holds
+    # no model, and fail.
+    family = learning.FAMILIES["tau-retail"]
+    assert learning.evaluate_cached(family, "sft", warm, tasks, 1, evals) == ([1], 700.0)
+
+    # Scored by another backend: not the same measurement. A miss loads the folder, which holds
+    # no tokenizer: transformers says so with a ValueError.
+    with pytest.raises(ValueError, match="tokenizer"):
+        learning.evaluate_cached(family, "sft", warm, tasks, 1, evals, backend="vllm")
+
+    save_file({"w": np.ones(4, dtype=np.float32)}, str(warm / "model.safetensors"))
+    assert learning.model_key(warm) != key  # new weights: the old score is not reused
+    (warm / "stage.json").write_text('{"command": ["train_sft"]}')
+    assert learning.model_key(warm) == '{"command": ["train_sft"]}'  # a stage's marker wins
+    assert learning.model_key(tmp_path / "empty") is None
+
+
+def test_each_family_names_its_scoring_backend(learning):
+    assert learning.parse_args(["--family", "tau-retail"]).eval_backend == "vllm"
+    assert learning.parse_args(["--family", "calculator"]).eval_backend == "transformers"
+    chosen = ["--family", "tau-retail", "--eval-backend", "transformers"]
+    assert learning.parse_args(chosen).eval_backend == "transformers"
+
+
+@pytest.mark.vllm
+@requires_vllm
+def test_scoring_through_a_vllm_server_gives_the_transformers_outcomes(
+    learning, vllm_tiny_model, tmp_path
+):
+    """The benchmark's ``--eval-backend vllm`` path: a server of its own, the same episodes."""
+    import torch
+
+    from tool_envs.calculator import default_splits
+
+    family = learning.FAMILIES["calculator"]
+    rows = default_splits()["test"][:6]
+    threads = torch.get_num_threads()
+    model = Path(vllm_tiny_model)
+    served, departed = learning.evaluate(family, model, rows, threads, backend="vllm")
+    local, _ = learning.evaluate(family, model, rows, threads)
+    assert served == local
+    assert len(departed) == len(rows) - sum(served)  # every failure says where it left the gold

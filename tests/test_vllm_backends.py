@@ -353,3 +353,16 @@ def test_vllm_tokenizes_a_grouped_digit_tiny_model_as_transformers_does(tmp_path
     ours, theirs = AutoTokenizer.from_pretrained(folder), get_tokenizer(str(folder))
     assert theirs.encode(text) == ours.encode(text)
     assert ours.tokenize("#W1234567")[-3:] == ["123", "456", "7"]
+
+
+def test_held_out_scoring_through_a_server_plays_the_transformers_episodes(
+    tokenizer, hf_model, server_backend
+):
+    """HeldoutEvaluator.outcomes_of: the same greedy episodes from a server as from the model."""
+    from tool_envs.eval.heldout import HeldoutEvaluator
+
+    evaluator = HeldoutEvaluator(tokenizer, ROWS, CONFIG)
+    served = evaluator.outcomes_of(server_backend)
+    served_ids = [rollout.completion_ids for rollout in evaluator.last_rollouts]
+    assert served == evaluator.outcomes(hf_model)
+    assert served_ids == [rollout.completion_ids for rollout in evaluator.last_rollouts]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tool_envs.eval.departures import Departure, departures
-from tool_envs.rollout.backends.base import SamplingSettings
+from tool_envs.rollout.backends.base import GenerationBackend, SamplingSettings
 from tool_envs.rollout.backends.hf import TransformersBackend
 from tool_envs.rollout.engine import Rollout, RolloutConfig, RolloutEngine
 from tool_envs.rollout.sft import gold_turns_of
@@ -37,6 +37,7 @@ __all__ = [
     "greedy_outcomes",
     "greedy_rollouts",
     "mcnemar_exact",
+    "play_greedily",
 ]
 
 # Short budgets: a held-out check runs in the middle of training, on every task, greedily.
@@ -67,11 +68,23 @@ def greedy_rollouts(
     was_training = model.training
     model.eval()
     try:
-        greedy = SamplingSettings(temperature=0.0)
-        with torch.inference_mode(), RolloutEngine(tokenizer, backend, greedy, config) as engine:
-            return engine.run(list(tasks))
+        with torch.inference_mode():
+            return play_greedily(backend, tokenizer, tasks, config)
     finally:
         model.train(was_training)
+
+
+def play_greedily(
+    backend: GenerationBackend,
+    tokenizer: Any,
+    tasks: Sequence[Mapping[str, Any]],
+    config: RolloutConfig = EVAL_CONFIG,
+) -> list[Rollout]:
+    """Greedy episodes of ``tasks`` from any generation backend (a vLLM server's, say, which
+    caches the shared prompt prefix), in task order."""
+    greedy = SamplingSettings(temperature=0.0)
+    with RolloutEngine(tokenizer, backend, greedy, config) as engine:
+        return engine.run(list(tasks))
 
 
 def count_seen(tasks: Sequence[Mapping[str, Any]], seen: Sequence[Mapping[str, Any]]) -> int:
@@ -104,6 +117,11 @@ class HeldoutEvaluator:
         if which:
             print(f"held-out: scoring {which} greedily on {len(self.tasks)} tasks", flush=True)
         self.last_rollouts = greedy_rollouts(model, self.tokenizer, self.tasks, self.config)
+        return [int(bool(rollout.success)) for rollout in self.last_rollouts]
+
+    def outcomes_of(self, backend: GenerationBackend) -> list[int]:
+        """Per-task greedy outcomes of the model ``backend`` generates with (a vLLM server, say)."""
+        self.last_rollouts = play_greedily(backend, self.tokenizer, self.tasks, self.config)
         return [int(bool(rollout.success)) for rollout in self.last_rollouts]
 
     def departures(self) -> list[Departure]:
