@@ -1,6 +1,6 @@
 """Does GRPO through our rollout function and recipes actually teach? Three arms on held-out tasks.
 
-    python benchmarks/learning.py [--family calculator|tau-retail] [--seed 0] [--grpo-steps 300]
+    python benchmarks/learning.py [--family calculator|tau-retail] [--seed 0] [--grpo-steps N]
                                   [--eval-tasks 200] [--quick]
 
 Goal (from the issue): on one of our own envs (``tool_envs/Calculator-v0``, single-operation
@@ -111,7 +111,7 @@ class Family(NamedTuple):
     ``min_gain``: the treated arm's least held-out gain over its own SFT start (0: none asked).
     ``customers``: the accounts a task is about (None: its tasks have none), so that a warm start
     trained on another task set is not scored on its own customers.
-    ``eval_backend``: what plays the greedy held-out episodes unless ``--eval-backend`` says.
+    ``eval_backend``, ``grpo_steps``: the defaults of ``--eval-backend`` and ``--grpo-steps``.
     """
 
     env_id: str
@@ -125,6 +125,7 @@ class Family(NamedTuple):
     min_gain: float
     customers: Callable[[Mapping[str, Any]], set[str]] | None = None
     eval_backend: str = "transformers"
+    grpo_steps: int = 300
 
 
 def _calculator_tasks(folder: Path, sizes: Mapping[str, int]) -> Path:
@@ -204,6 +205,8 @@ FAMILIES = {
         # A vLLM server scored 159 held-out episodes of ~8 turns in 84 s against 747 s, with the
         # same outcome on every task (benchmarks/README.md).
         eval_backend="vllm",
+        # ~70 s a step per arm on one core: 100 steps are the most measured (benchmarks/README).
+        grpo_steps=100,
     ),
 }
 
@@ -589,7 +592,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="calculator: Calculator-v0, one operation; tau-retail: TauRetail-v0 cancellations "
         "with the scripted user (ask, look up, confirm, cancel, report), held-out customers",
     )
-    parser.add_argument("--grpo-steps", type=int, default=300)
+    parser.add_argument(
+        "--grpo-steps",
+        type=int,
+        default=None,
+        help="GRPO steps per arm; default: the family's (calculator 300, tau-retail 100)",
+    )
     parser.add_argument("--eval-tasks", type=int, default=200, help="held-out tasks per eval")
     parser.add_argument("--out", type=Path, default=Path("outputs/learning"))
     parser.add_argument(
@@ -679,6 +687,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             "--grpo-args needs --variant NAME, so the variant's arms get their own folders"
         )
     args.eval_backend = args.eval_backend or FAMILIES[args.family].eval_backend
+    if args.grpo_steps is None:
+        args.grpo_steps = FAMILIES[args.family].grpo_steps
     return args
 
 

@@ -160,11 +160,19 @@ def test_a_warm_start_without_a_stage_marker_is_scored_once(learning, tmp_path):
     assert learning.model_key(tmp_path / "empty") is None
 
 
-def test_each_family_names_its_scoring_backend(learning):
-    assert learning.parse_args(["--family", "tau-retail"]).eval_backend == "vllm"
-    assert learning.parse_args(["--family", "calculator"]).eval_backend == "transformers"
-    chosen = ["--family", "tau-retail", "--eval-backend", "transformers"]
-    assert learning.parse_args(chosen).eval_backend == "transformers"
+def test_each_family_names_its_scoring_backend_and_steps(learning):
+    tau = learning.parse_args(["--family", "tau-retail"])
+    calculator = learning.parse_args(["--family", "calculator"])
+    assert (tau.eval_backend, tau.grpo_steps) == ("vllm", 100)
+    assert (calculator.eval_backend, calculator.grpo_steps) == ("transformers", 300)
+    chosen = ["--family", "tau-retail", "--eval-backend", "transformers", "--grpo-steps", "64"]
+    assert (
+        vars(learning.parse_args(chosen)).items()
+        >= {
+            "eval_backend": "transformers",
+            "grpo_steps": 64,
+        }.items()
+    )
 
 
 @pytest.mark.vllm
