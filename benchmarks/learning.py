@@ -407,12 +407,11 @@ def outcomes_on_vllm(evaluator: HeldoutEvaluator, model_dir: Path, threads: int)
     config = json.loads((model_dir / "config.json").read_text())
     context = int(config.get("max_position_embeddings", 2048))
     threads_env = {"OMP_NUM_THREADS": str(threads)}
-    with VLLMServerProcess(model_dir, max_model_len=context, env=threads_env) as server:
-        generator = VLLMServerBackend(server.url)
-        try:
-            return evaluator.outcomes_of(generator)
-        finally:
-            generator.close()
+    with (
+        VLLMServerProcess(model_dir, max_model_len=context, env=threads_env) as server,
+        VLLMServerBackend(server.url) as generator,
+    ):
+        return evaluator.outcomes_of(generator)
 
 
 def model_key(model_dir: Path) -> str | None:

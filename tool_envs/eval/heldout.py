@@ -51,8 +51,7 @@ def greedy_outcomes(
     config: RolloutConfig = EVAL_CONFIG,
 ) -> list[int]:
     """Per-task greedy success (1 or 0) of ``model``, in task order (paired across models)."""
-    rollouts = greedy_rollouts(model, tokenizer, tasks, config)
-    return [int(bool(rollout.success)) for rollout in rollouts]
+    return successes(greedy_rollouts(model, tokenizer, tasks, config))
 
 
 def greedy_rollouts(
@@ -87,6 +86,11 @@ def play_greedily(
         return engine.run(list(tasks))
 
 
+def successes(rollouts: Sequence[Rollout]) -> list[int]:
+    """Per-episode success as 1 or 0, in order: the paired outcomes McNemar's test reads."""
+    return [int(bool(rollout.success)) for rollout in rollouts]
+
+
 def count_seen(tasks: Sequence[Mapping[str, Any]], seen: Sequence[Mapping[str, Any]]) -> int:
     """How many of ``tasks`` have the prompt of a row in ``seen`` (held out only in name)."""
     prompts = {json.dumps(row["prompt"], sort_keys=True) for row in seen}
@@ -117,12 +121,12 @@ class HeldoutEvaluator:
         if which:
             print(f"held-out: scoring {which} greedily on {len(self.tasks)} tasks", flush=True)
         self.last_rollouts = greedy_rollouts(model, self.tokenizer, self.tasks, self.config)
-        return [int(bool(rollout.success)) for rollout in self.last_rollouts]
+        return successes(self.last_rollouts)
 
     def outcomes_of(self, backend: GenerationBackend) -> list[int]:
         """Per-task greedy outcomes of the model ``backend`` generates with (a vLLM server, say)."""
         self.last_rollouts = play_greedily(backend, self.tokenizer, self.tasks, self.config)
-        return [int(bool(rollout.success)) for rollout in self.last_rollouts]
+        return successes(self.last_rollouts)
 
     def departures(self) -> list[Departure]:
         """Where the last scored model's failed episodes first left their gold conversation."""
