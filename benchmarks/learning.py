@@ -34,8 +34,10 @@ Not part of CI: a Calculator seed takes ~10-13 minutes on 2 CPU cores (the arms 
 tau-retail seed hours (benchmarks/README.md). ``--eval-backend`` picks what plays the greedy
 held-out episodes (tau-retail's default: a vLLM server per model). ``--quick`` is
 a smoke run of the plumbing (a few steps; no verdict). ``--reuse`` skips stages whose output
-folder already holds the same command's finished result. ``--sft-args``, ``--grpo-args`` (with
-``--variant``) and ``--arms`` run the variants measured in ``benchmarks/README.md``.
+folder already holds the same command's finished result, and resumes a GRPO arm that a killed
+run left unfinished from its last checkpoint (``--checkpoint-every``). ``--sft-args``,
+``--grpo-args`` (with ``--variant``) and ``--arms`` run the variants measured in
+``benchmarks/README.md``.
 ``--warm-start`` starts the arms from an SFT model trained elsewhere; with ``--warm-start-tasks``
 (the task set it trained on) held-out tasks about its customers are dropped before scoring.
 """
@@ -248,6 +250,10 @@ def unseen_by(
 class Stage(NamedTuple):
     """One subprocess of the pipeline; ``folder/stage.json`` marks it finished (for --reuse).
 
+    ``resumable``: the command saves Trainer checkpoints, so a rerun with --reuse continues an
+    unfinished run of the same command from its last one (``stage-started.json`` says which
+    command the folder's checkpoints belong to).
+
     Not a dataclass: the GRPO recipe imports this file by path without registering it in
     ``sys.modules``, where ``@dataclass`` fails.
     """
@@ -256,6 +262,7 @@ class Stage(NamedTuple):
     command: list[str]
     folder: Path
     env: Mapping[str, str] = MappingProxyType({})
+    resumable: bool = False
 
 
 def subprocess_env(
@@ -285,40 +292,83 @@ def run_stage(
     """Run a stage, or skip a finished identical one with ``reuse``: (wall seconds, reused).
 
     Callers pass ``reuse`` only while every upstream stage was reused: a rerun SFT makes the GRPO
-    arms' commands stale although their text is unchanged.
+    arms' commands stale although their text is unchanged. With ``reuse``, a resumable stage that
+    an earlier run left unfinished (killed) goes on from its last complete checkpoint; the
+    seconds returned are then every leg's up to the checkpoint it handed on, plus the last leg.
     """
     marker = stage.folder / "stage.json"
-    printable = " ".join(stage.command)
+    identity = {"command": stage.command, "env": dict(stage.env)}
     if reuse and marker.is_file():
         done = json.loads(marker.read_text())
-        if done.get("command") == stage.command and done.get("env") == dict(stage.env):
+        if {key: done.get(key) for key in identity} == identity:
             print(f"[{stage.name}] reused {stage.folder} ({done['seconds']:.0f} s when run)")
             return float(done["seconds"]), True
-    # The recipes append to metrics.jsonl, so a stale folder would mix two runs' curves.
-    shutil.rmtree(stage.folder, ignore_errors=True)
+    started_path = stage.folder / "stage-started.json"
+    checkpoint = unfinished_checkpoint(stage) if reuse else None
+    legs: list[dict[str, float]] = []
+    if checkpoint is None:
+        # The recipes append to metrics.jsonl, so a stale folder would mix two runs' curves.
+        shutil.rmtree(stage.folder, ignore_errors=True)
+        command = stage.command
+    else:
+        legs = json.loads(started_path.read_text())["legs"]
+        handed_on = (checkpoint / "trainer_state.json").stat().st_mtime
+        legs[-1]["seconds"] = handed_on - legs[-1]["started"]
+        command = [*stage.command, "--resume_from_checkpoint", str(checkpoint)]
+        print(f"[{stage.name}] resuming the unfinished run from {checkpoint}", flush=True)
+    legs.append({"started": time.time(), "from_step": checkpoint_step(checkpoint)})
+    if stage.resumable:  # other stages' tools may want their output folder new and empty
+        stage.folder.mkdir(parents=True, exist_ok=True)
+        started_path.write_text(json.dumps({**identity, "legs": legs}))
     log_path = logs / f"{stage.name}.log"
-    print(f"[{stage.name}] {printable}", flush=True)
+    print(f"[{stage.name}] {' '.join(command)}", flush=True)
     print(f"[{stage.name}] log: {log_path}", flush=True)
     start = time.perf_counter()
-    with log_path.open("w", encoding="utf-8") as log:
+    with log_path.open("a" if checkpoint else "w", encoding="utf-8") as log:
         result = subprocess.run(
-            stage.command,
+            command,
             cwd=REPO,
             env=subprocess_env(threads, stage.env, device),
             stdout=log,
             stderr=subprocess.STDOUT,
             check=False,
         )
-    seconds = time.perf_counter() - start
+    seconds = time.perf_counter() - start + sum(leg["seconds"] for leg in legs[:-1])
     if result.returncode != 0:
         tail = "\n".join(log_path.read_text(encoding="utf-8").splitlines()[-30:])
         raise SystemExit(f"[{stage.name}] failed (exit {result.returncode}):\n{tail}")
+    for finished in stage.folder.glob("checkpoint-*"):
+        shutil.rmtree(finished)  # the final model is in the folder itself
     stage.folder.mkdir(parents=True, exist_ok=True)
-    marker.write_text(
-        json.dumps({"command": stage.command, "env": dict(stage.env), "seconds": seconds})
-    )
+    marker.write_text(json.dumps({**identity, "seconds": seconds, "legs": len(legs)}))
     print(f"[{stage.name}] done in {seconds:.0f} s", flush=True)
     return seconds, False
+
+
+def checkpoint_step(checkpoint: Path | None) -> int:
+    """The training step a Trainer checkpoint folder (``checkpoint-<step>``) was saved at."""
+    return 0 if checkpoint is None else int(checkpoint.name.removeprefix("checkpoint-"))
+
+
+def unfinished_checkpoint(stage: Stage) -> Path | None:
+    """The newest complete checkpoint an unfinished earlier run of this very stage left, if any.
+
+    The Trainer writes ``trainer_state.json`` last and deletes older checkpoints only after it,
+    so a checkpoint folder without one was cut off mid-save by the kill and is passed over.
+    """
+    started_path = stage.folder / "stage-started.json"
+    if not stage.resumable or not started_path.is_file():
+        return None
+    started = json.loads(started_path.read_text())
+    if started.get("command") != stage.command or started.get("env") != dict(stage.env):
+        return None
+    complete = [
+        folder
+        for folder in stage.folder.glob("checkpoint-*")
+        if re.fullmatch(r"checkpoint-\d+", folder.name)
+        and (folder / "trainer_state.json").is_file()
+    ]
+    return max(complete, key=checkpoint_step, default=None)
 
 
 def sft_stop_history(log_path: Path) -> list[tuple[int, float]]:
@@ -603,7 +653,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--threads", type=int, default=1, help="torch threads per process (1: see README)"
     )
     parser.add_argument("--quick", action="store_true", help="smoke run: a few steps, no verdict")
-    parser.add_argument("--reuse", action="store_true", help="skip stages already run identically")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="skip stages already run identically, and resume GRPO arms an earlier run of the "
+        "same command left unfinished from their last checkpoint",
+    )
+    parser.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=10,
+        help="GRPO steps between the arms' checkpoints (the last one is kept, for --reuse to "
+        "resume a killed run; removed once an arm finishes); 0: none",
+    )
     parser.add_argument(
         "--arms",
         nargs="+",
@@ -681,6 +743,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.warm_start = args.warm_start.resolve()
         if not (args.warm_start / "config.json").is_file():
             parser.error(f"--warm-start {args.warm_start}: no model folder (no config.json) there")
+    if args.checkpoint_every < 0:
+        parser.error(f"--checkpoint-every {args.checkpoint_every}: a step count, or 0 for none")
     if args.grpo_args and not args.variant:
         parser.error(
             "--grpo-args needs --variant NAME, so the variant's arms get their own folders"
@@ -746,12 +810,16 @@ def stages(
         flags = ["--model_name_or_path", str(sft_dir), "--output_dir", str(folder)]
         flags += ["--max_steps", str(steps), "--seed", str(args.seed), *task_flags]
         flags += ["--heldout_split", ""]  # scored here instead, per task, against every arm
+        if args.checkpoint_every:
+            flags += ["--save_strategy", "steps", "--save_steps", str(args.checkpoint_every)]
+            flags += ["--save_total_limit", "1"]
         flags += [*device_flags, *shlex.split(args.grpo_args), *arm_flags[arm]]
         arms[arm] = Stage(
             folder.name,
             [python, "recipes/train_grpo.py", "--config", str(family.grpo_config), *flags],
             folder,
             {PLACEBO_SEED_VARIABLE: str(args.seed)} if arm == "placebo" else {},
+            resumable=args.checkpoint_every > 0,
         )
     return tiny, sft, arms
 

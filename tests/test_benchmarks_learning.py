@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,135 @@ def test_scoring_through_a_vllm_server_gives_the_transformers_outcomes(
     local, _ = learning.evaluate(family, model, rows, threads)
     assert served == local
     assert len(departed) == len(rows) - sum(served)  # every failure says where it left the gold
+
+
+# ---------------------------------------------------------------------------- resuming an arm
+
+
+def test_the_arms_save_checkpoints_to_resume_from(learning, tmp_path):
+    family = learning.FAMILIES["tau-retail"]
+    _, sft, arms = learning.stages(
+        learning.parse_args(["--family", "tau-retail"]), family, tmp_path
+    )
+    for stage in arms.values():
+        assert stage.resumable
+        assert last_value(stage.command, "--save_steps") == "10"
+        assert last_value(stage.command, "--save_total_limit") == "1"
+    assert not sft.resumable  # its stop rule's checks and snapshot live in memory
+    args = learning.parse_args(["--family", "tau-retail", "--checkpoint-every", "0"])
+    _, _, arms = learning.stages(args, family, tmp_path)
+    assert not any(stage.resumable or "--save_steps" in stage.command for stage in arms.values())
+
+
+def test_a_negative_checkpoint_interval_is_named(learning, capsys):
+    with pytest.raises(SystemExit):
+        learning.parse_args(["--checkpoint-every", "-5"])
+    assert "--checkpoint-every -5" in capsys.readouterr().err
+
+
+def test_only_a_complete_checkpoint_of_the_same_command_is_resumed(learning, tmp_path):
+    stage = learning.Stage("grpo-treated", ["train", "--seed", "1"], tmp_path, resumable=True)
+    started = {"command": stage.command, "env": {}, "legs": [{"started": 0.0, "from_step": 0}]}
+    (tmp_path / "stage-started.json").write_text(json.dumps(started))
+    for step in (10, 20):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+    (tmp_path / "checkpoint-10" / "trainer_state.json").write_text("{}")
+    # checkpoint-20 has no trainer_state.json (written last): the kill came mid-save.
+    assert learning.unfinished_checkpoint(stage) == tmp_path / "checkpoint-10"
+    assert learning.unfinished_checkpoint(stage._replace(resumable=False)) is None
+    assert learning.unfinished_checkpoint(stage._replace(command=["train", "--seed", "2"])) is None
+    assert learning.unfinished_checkpoint(stage._replace(env={"X": "1"})) is None
+
+
+STALLING_REWARD = '''
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def stall_after_checkpoint_2(completion_ids, **kwargs):
+    """Length as the reward (advantages that move the weights); in the run to be killed, the
+    first batch after checkpoint-2 is complete announces it and waits to be killed."""
+    saved = HERE / "arm" / "checkpoint-2" / "trainer_state.json"
+    if (HERE / "stall").exists() and saved.exists():
+        (HERE / "stalled").touch()
+        time.sleep(600)
+    return [-float(len(ids)) for ids in completion_ids]
+'''
+
+
+def test_a_killed_arm_resumes_from_its_checkpoint_to_the_same_weights(learning, tmp_path, capsys):
+    """An arm killed after its step-2 checkpoint, rerun with --reuse, ends bit-identical to an
+    arm never killed: the kill cost only the steps after the checkpoint."""
+    from concurrent.futures import ThreadPoolExecutor, wait
+
+    import psutil
+    from safetensors.numpy import load_file
+
+    from tool_envs.calculator.task_set import write_task_set
+    from tool_envs.tiny_models import build_tiny_model_for_env
+
+    model = build_tiny_model_for_env(
+        "tool_envs/Calculator-v0", tmp_path / "model", num_layers=2, hidden_size=64
+    )
+    tasks = write_task_set(tmp_path / "tasks", {"train": 32, "test": 8}, difficulty=1)
+    (tmp_path / "rewards.py").write_text(STALLING_REWARD)
+
+    def arm(folder):
+        command = [sys.executable, "recipes/train_grpo.py", "--config"]
+        command += [str(BENCHMARK.parents[1] / "recipes/configs/calculator_cpu_grpo.yaml")]
+        command += ["--model_name_or_path", str(model), "--tasks", str(tasks)]
+        command += ["--output_dir", str(folder), "--heldout_split", "", "--max_tasks", "16"]
+        command += ["--per_device_train_batch_size", "4", "--num_generations", "4"]
+        command += ["--max_completion_length", "64", "--max_steps", "4"]
+        command += ["--reward_funcs", f"{tmp_path / 'rewards.py'}:stall_after_checkpoint_2"]
+        command += ["--save_strategy", "steps", "--save_steps", "2", "--save_total_limit", "1"]
+        return learning.Stage(folder.name, command, folder, resumable=True)
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    learning.run_stage(arm(tmp_path / "never-killed"), 1, False, logs)
+
+    killed = arm(tmp_path / "arm")
+    (tmp_path / "stall").touch()
+    with ThreadPoolExecutor(1) as pool:
+        first_leg = pool.submit(learning.run_stage, killed, 1, False, logs)
+        for _ in range(300):  # the event, not a time, decides when to kill
+            if (tmp_path / "stalled").exists() or first_leg.done():
+                break
+            wait([first_leg], timeout=1)
+        assert (tmp_path / "stalled").exists(), "the first leg never reached its step-3 batch"
+        for child in psutil.Process().children(recursive=True):
+            if str(killed.folder) in child.cmdline():  # not a session's vLLM server
+                child.kill()
+        with pytest.raises(SystemExit, match="failed"):  # the leg died: no stage.json
+            first_leg.result(timeout=60)
+    assert not (killed.folder / "stage.json").exists()
+    assert (killed.folder / "checkpoint-2" / "trainer_state.json").is_file()
+
+    (tmp_path / "stall").unlink()
+    capsys.readouterr()
+    seconds, reused = learning.run_stage(killed, 1, True, logs)
+    assert not reused and seconds > 0
+    printed = capsys.readouterr().out
+    assert f"resuming the unfinished run from {killed.folder / 'checkpoint-2'}" in printed
+    assert f"--resume_from_checkpoint {killed.folder / 'checkpoint-2'}" in printed
+    marker = json.loads((killed.folder / "stage.json").read_text())
+    assert marker["legs"] == 2 and marker["command"] == killed.command
+    assert not list(killed.folder.glob("checkpoint-*"))  # done: the final model is the folder
+    steps = [
+        json.loads(line)["step"]
+        for line in (killed.folder / "metrics.jsonl").read_text().splitlines()
+        if "env/reward" in json.loads(line)
+    ]
+    assert steps == [1, 2, 3, 4]
+    resumed = load_file(str(killed.folder / "model.safetensors"))
+    never = load_file(str(tmp_path / "never-killed" / "model.safetensors"))
+    start = load_file(str(Path(model) / "model.safetensors"))
+    assert resumed.keys() == never.keys()
+    assert all((resumed[name] == never[name]).all() for name in never)
+    assert any((never[name] != start[name]).any() for name in never)  # the steps moved weights
+
+    # Reused from here on, as any finished stage.
+    assert learning.run_stage(killed, 1, True, logs) == (marker["seconds"], True)
