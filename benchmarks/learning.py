@@ -35,7 +35,8 @@ tau-retail seed hours (benchmarks/README.md). ``--eval-backend`` picks what play
 held-out episodes (tau-retail's default: a vLLM server per model). ``--quick`` is
 a smoke run of the plumbing (a few steps; no verdict). ``--reuse`` skips stages whose output
 folder already holds the same command's finished result, and resumes a GRPO arm that a killed
-run left unfinished from its last checkpoint (``--checkpoint-every``). ``--sft-args``,
+run left unfinished from its last checkpoint (``--checkpoint-every``, ``--sft-checkpoint-every``).
+``--sft-args``,
 ``--grpo-args`` (with ``--variant``) and ``--arms`` run the variants measured in
 ``benchmarks/README.md``.
 ``--warm-start`` starts the arms from an SFT model trained elsewhere; with ``--warm-start-tasks``
@@ -250,9 +251,11 @@ def unseen_by(
 class Stage(NamedTuple):
     """One subprocess of the pipeline; ``folder/stage.json`` marks it finished (for --reuse).
 
-    ``resumable``: the command saves Trainer checkpoints, so a rerun with --reuse continues an
-    unfinished run of the same command from its last one (``stage-started.json`` says which
-    command the folder's checkpoints belong to).
+    ``checkpoint_flags``: what makes the command save Trainer checkpoints (``--save_steps``...),
+    so that a rerun with --reuse continues an unfinished run of the same command from its last
+    one (``stage-started.json`` says which command the folder's checkpoints belong to). They are
+    not part of the command a finished stage is matched by: a resumed run ends as one never
+    stopped, so they do not change the result.
 
     Not a dataclass: the GRPO recipe imports this file by path without registering it in
     ``sys.modules``, where ``@dataclass`` fails.
@@ -262,7 +265,7 @@ class Stage(NamedTuple):
     command: list[str]
     folder: Path
     env: Mapping[str, str] = MappingProxyType({})
-    resumable: bool = False
+    checkpoint_flags: tuple[str, ...] = ()
 
 
 def subprocess_env(
@@ -306,18 +309,18 @@ def run_stage(
     started_path = stage.folder / "stage-started.json"
     checkpoint = unfinished_checkpoint(stage) if reuse else None
     legs: list[dict[str, float]] = []
+    command = [*stage.command, *stage.checkpoint_flags]
     if checkpoint is None:
         # The recipes append to metrics.jsonl, so a stale folder would mix two runs' curves.
         shutil.rmtree(stage.folder, ignore_errors=True)
-        command = stage.command
     else:
         legs = json.loads(started_path.read_text())["legs"]
         handed_on = (checkpoint / "trainer_state.json").stat().st_mtime
         legs[-1]["seconds"] = handed_on - legs[-1]["started"]
-        command = [*stage.command, "--resume_from_checkpoint", str(checkpoint)]
+        command = [*command, "--resume_from_checkpoint", str(checkpoint)]
         print(f"[{stage.name}] resuming the unfinished run from {checkpoint}", flush=True)
     legs.append({"started": time.time(), "from_step": checkpoint_step(checkpoint)})
-    if stage.resumable:  # other stages' tools may want their output folder new and empty
+    if stage.checkpoint_flags:  # other stages' tools may want their output folder new and empty
         stage.folder.mkdir(parents=True, exist_ok=True)
         started_path.write_text(json.dumps({**identity, "legs": legs}))
     log_path = logs / f"{stage.name}.log"
@@ -345,6 +348,13 @@ def run_stage(
     return seconds, False
 
 
+def checkpoint_flags(every: int) -> tuple[str, ...]:
+    """A recipe's flags to keep its newest checkpoint, saved every ``every`` steps (0: none)."""
+    if not every:
+        return ()
+    return ("--save_strategy", "steps", "--save_steps", str(every), "--save_total_limit", "1")
+
+
 def checkpoint_step(checkpoint: Path | None) -> int:
     """The training step a Trainer checkpoint folder (``checkpoint-<step>``) was saved at."""
     return 0 if checkpoint is None else int(checkpoint.name.removeprefix("checkpoint-"))
@@ -357,7 +367,7 @@ def unfinished_checkpoint(stage: Stage) -> Path | None:
     so a checkpoint folder without one was cut off mid-save by the kill and is passed over.
     """
     started_path = stage.folder / "stage-started.json"
-    if not stage.resumable or not started_path.is_file():
+    if not stage.checkpoint_flags or not started_path.is_file():
         return None
     started = json.loads(started_path.read_text())
     if started.get("command") != stage.command or started.get("env") != dict(stage.env):
@@ -372,12 +382,20 @@ def unfinished_checkpoint(stage: Stage) -> Path | None:
 
 
 def sft_stop_history(log_path: Path) -> list[tuple[int, float]]:
-    """The SFT stop check's (step, greedy success) points, from the recipe's output."""
+    """The SFT stop check's (step, greedy success) points, from the recipe's output.
+
+    A resumed run's log holds its killed leg's output too: checks that leg made after the
+    checkpoint it handed on were made again by the next, whose points replace them.
+    """
     if not log_path.is_file():
         return []
     pattern = re.compile(r"\bstep (\d+): greedy success on \d+ tasks = ([0-9.]+)")
-    text = log_path.read_text(encoding="utf-8")
-    return [(int(step), float(value)) for step, value in pattern.findall(text)]
+    points: list[tuple[int, float]] = []
+    for step, value in pattern.findall(log_path.read_text(encoding="utf-8")):
+        while points and points[-1][0] >= int(step):
+            points.pop()
+        points.append((int(step), float(value)))
+    return points
 
 
 def sft_summary(folder: Path) -> dict[str, Any]:
@@ -667,6 +685,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "resume a killed run; removed once an arm finishes); 0: none",
     )
     parser.add_argument(
+        "--sft-checkpoint-every",
+        type=int,
+        default=50,
+        help="the same for the SFT stage (its stop rule's checks resume with it); 0: none",
+    )
+    parser.add_argument(
         "--arms",
         nargs="+",
         choices=ARMS,
@@ -743,8 +767,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.warm_start = args.warm_start.resolve()
         if not (args.warm_start / "config.json").is_file():
             parser.error(f"--warm-start {args.warm_start}: no model folder (no config.json) there")
-    if args.checkpoint_every < 0:
-        parser.error(f"--checkpoint-every {args.checkpoint_every}: a step count, or 0 for none")
+    for flag in ("checkpoint_every", "sft_checkpoint_every"):
+        if getattr(args, flag) < 0:
+            name = "--" + flag.replace("_", "-")
+            parser.error(f"{name} {getattr(args, flag)}: a step count, or 0 for none")
     if args.grpo_args and not args.variant:
         parser.error(
             "--grpo-args needs --variant NAME, so the variant's arms get their own folders"
@@ -797,6 +823,7 @@ def stages(
         "sft",
         [python, "recipes/train_sft.py", "--config", str(family.sft_config), *sft_flags],
         sft_dir,
+        checkpoint_flags=checkpoint_flags(args.sft_checkpoint_every),
     )
     steps = grpo_steps(args)
     arm_flags = {
@@ -810,16 +837,13 @@ def stages(
         flags = ["--model_name_or_path", str(sft_dir), "--output_dir", str(folder)]
         flags += ["--max_steps", str(steps), "--seed", str(args.seed), *task_flags]
         flags += ["--heldout_split", ""]  # scored here instead, per task, against every arm
-        if args.checkpoint_every:
-            flags += ["--save_strategy", "steps", "--save_steps", str(args.checkpoint_every)]
-            flags += ["--save_total_limit", "1"]
         flags += [*device_flags, *shlex.split(args.grpo_args), *arm_flags[arm]]
         arms[arm] = Stage(
             folder.name,
             [python, "recipes/train_grpo.py", "--config", str(family.grpo_config), *flags],
             folder,
             {PLACEBO_SEED_VARIABLE: str(args.seed)} if arm == "placebo" else {},
-            resumable=args.checkpoint_every > 0,
+            checkpoint_flags(args.checkpoint_every),
         )
     return tiny, sft, arms
 

@@ -10,6 +10,8 @@ mid-learning, or every GRPO group gets equal rewards and nothing is left to lear
 jump by tens of points between checks, so near the target checks come every ``eval_every_near``
 steps, a check past ``stop_at_success + overshoot`` rewinds to the last check below it, and the
 saved model is the check nearest the target (``sft_summary.json``: ``saved``, every check).
+Checkpoints (``save_strategy steps``) carry the stop rule's state, so ``resume_from_checkpoint``
+goes on with the same checks as a run never stopped.
 With ``gold_probe`` each check also scores the check tasks' gold conversations under teacher
 forcing, which moves while greedy success still reads 0. A run that ends without reaching the
 target still saves the model, but exits 1 saying so (and ``sft_summary.json`` records it): GRPO
@@ -151,6 +153,7 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
         overshoot=gold_args.overshoot,
         snapshot=None if gold_args.target_snapshot == "no" else gold_args.target_snapshot,
         gold_probe=gold_probe,
+        resume_from_checkpoint=resume,
     )
     trainer = SFTTrainer(
         model=model_args.model_name_or_path,

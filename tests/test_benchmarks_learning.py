@@ -199,19 +199,48 @@ def test_scoring_through_a_vllm_server_gives_the_transformers_outcomes(
 # ---------------------------------------------------------------------------- resuming an arm
 
 
-def test_the_arms_save_checkpoints_to_resume_from(learning, tmp_path):
+def test_the_arms_and_sft_save_checkpoints_to_resume_from(learning, tmp_path):
     family = learning.FAMILIES["tau-retail"]
-    _, sft, arms = learning.stages(
-        learning.parse_args(["--family", "tau-retail"]), family, tmp_path
-    )
-    for stage in arms.values():
-        assert stage.resumable
-        assert last_value(stage.command, "--save_steps") == "10"
-        assert last_value(stage.command, "--save_total_limit") == "1"
-    assert not sft.resumable  # its stop rule's checks and snapshot live in memory
+    args = learning.parse_args(["--family", "tau-retail"])
+    _, sft, arms = learning.stages(args, family, tmp_path)
+    for stage, every in [*((arm, "10") for arm in arms.values()), (sft, "50")]:
+        flags = list(stage.checkpoint_flags)
+        assert last_value(flags, "--save_steps") == every
+        assert last_value(flags, "--save_total_limit") == "1"
+        assert "--save_steps" not in stage.command  # not what a finished stage is matched by
     args = learning.parse_args(["--family", "tau-retail", "--checkpoint-every", "0"])
-    _, _, arms = learning.stages(args, family, tmp_path)
-    assert not any(stage.resumable or "--save_steps" in stage.command for stage in arms.values())
+    _, sft, arms = learning.stages(args, family, tmp_path)
+    assert not any(stage.checkpoint_flags for stage in arms.values()) and sft.checkpoint_flags
+
+
+def test_a_stage_finished_without_checkpoints_is_reused_by_a_run_with_them(
+    learning, tmp_path, capsys
+):
+    """A warm start trained before stages saved checkpoints is the same stage: its marker, which
+    has the command without them, still matches."""
+    stage = learning.Stage("sft", ["train", "--seed", "1"], tmp_path / "sft")
+    stage.folder.mkdir()
+    (stage.folder / "stage.json").write_text(
+        json.dumps({"command": stage.command, "env": {}, "seconds": 7000.0})
+    )
+    flagged = stage._replace(checkpoint_flags=learning.checkpoint_flags(50))
+    assert learning.run_stage(flagged, 1, True, tmp_path) == (7000.0, True)
+
+
+def test_the_sft_checks_of_a_resumed_run_are_counted_once(learning, tmp_path):
+    log = tmp_path / "sft.log"
+    lines = [
+        f"step {step}: greedy success on 50 tasks = {value}"
+        for step, value in [
+            (50, 0.0),
+            (100, 0.02),
+            (110, 0.1),  # the killed leg; its checkpoint was step 100
+            (110, 0.12),
+            (120, 0.3),  # the resumed leg redoes 110
+        ]
+    ]
+    log.write_text("\n".join(lines))
+    assert learning.sft_stop_history(log) == [(50, 0.0), (100, 0.02), (110, 0.12), (120, 0.3)]
 
 
 def test_a_negative_checkpoint_interval_is_named(learning, capsys):
@@ -221,7 +250,10 @@ def test_a_negative_checkpoint_interval_is_named(learning, capsys):
 
 
 def test_only_a_complete_checkpoint_of_the_same_command_is_resumed(learning, tmp_path):
-    stage = learning.Stage("grpo-treated", ["train", "--seed", "1"], tmp_path, resumable=True)
+    flags = learning.checkpoint_flags(10)
+    stage = learning.Stage(
+        "grpo-treated", ["train", "--seed", "1"], tmp_path, checkpoint_flags=flags
+    )
     started = {"command": stage.command, "env": {}, "legs": [{"started": 0.0, "from_step": 0}]}
     (tmp_path / "stage-started.json").write_text(json.dumps(started))
     for step in (10, 20):
@@ -229,7 +261,7 @@ def test_only_a_complete_checkpoint_of_the_same_command_is_resumed(learning, tmp
     (tmp_path / "checkpoint-10" / "trainer_state.json").write_text("{}")
     # checkpoint-20 has no trainer_state.json (written last): the kill came mid-save.
     assert learning.unfinished_checkpoint(stage) == tmp_path / "checkpoint-10"
-    assert learning.unfinished_checkpoint(stage._replace(resumable=False)) is None
+    assert learning.unfinished_checkpoint(stage._replace(checkpoint_flags=())) is None
     assert learning.unfinished_checkpoint(stage._replace(command=["train", "--seed", "2"])) is None
     assert learning.unfinished_checkpoint(stage._replace(env={"X": "1"})) is None
 
@@ -277,8 +309,8 @@ def test_a_killed_arm_resumes_from_its_checkpoint_to_the_same_weights(learning, 
         command += ["--per_device_train_batch_size", "4", "--num_generations", "4"]
         command += ["--max_completion_length", "64", "--max_steps", "4"]
         command += ["--reward_funcs", f"{tmp_path / 'rewards.py'}:stall_after_checkpoint_2"]
-        command += ["--save_strategy", "steps", "--save_steps", "2", "--save_total_limit", "1"]
-        return learning.Stage(folder.name, command, folder, resumable=True)
+        flags = learning.checkpoint_flags(2)
+        return learning.Stage(folder.name, command, folder, checkpoint_flags=flags)
 
     logs = tmp_path / "logs"
     logs.mkdir()

@@ -11,6 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="scoring needs the 'train' extra (torch)")
 
+from transformers import TrainerControl  # noqa: E402
+
 import tool_envs  # noqa: E402
 from tool_envs.eval.teacher_forced import GoldScores, digit_token_ids, gold_scores  # noqa: E402
 from tool_envs.integrations.trl.callbacks import EnvSuccessCallback  # noqa: E402
@@ -113,7 +115,7 @@ def test_each_check_runs_the_gold_probe_and_keeps_its_scores(tmp_path, capsys):
 
     callback = EnvSuccessCallback(None, [], evaluator=Failing(), every_steps=5, gold_probe=probe)
     args = SimpleNamespace(output_dir=str(tmp_path), process_index=0)
-    control = SimpleNamespace(should_training_stop=False)
+    control = TrainerControl()
     for step in (5, 10):
         callback.on_step_end(args, SimpleNamespace(global_step=step), control, model="weights")
     assert probed == ["weights", "weights"]

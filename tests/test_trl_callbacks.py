@@ -3,7 +3,8 @@ it keeps when success jumps past the target."""
 
 import json
 
-from transformers import TrainerCallback
+import pytest
+from transformers import TrainerCallback, TrainerControl
 
 from tool_envs.integrations.trl.callbacks import EnvSuccessCallback
 from tool_envs.tiny_models import build_model
@@ -90,15 +91,20 @@ class Vocabulary:
         return 32
 
 
-def train_with_checks(tmp_path, curve, max_steps=40, **options):
-    """Train a tiny Qwen2 with the callback; return (callback, evaluator, recorder, saved model)."""
+def train_with_checks(
+    tmp_path, curve, max_steps=40, recorder=None, save=False, resume=None, **options
+):
+    """Train a tiny Qwen2 with the callback; return (callback, evaluator, recorder, saved model).
+
+    ``save``: a checkpoint every step; ``resume``: a checkpoint to go on from (pass the recorder
+    of the run that saved it: it knows which step produced which weights)."""
     from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
 
     sizes = {"hidden_size": 16, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1}
     model = build_model(Vocabulary(), intermediate_size=32, **sizes)  # tied embeddings
     rows = [{"input_ids": [i % 32, (i + 1) % 32, (i + 3) % 32] * 2} for i in range(64)]
     rows = [{**row, "labels": row["input_ids"]} for row in rows]
-    recorder = Recorder()
+    recorder = recorder or Recorder()
     evaluator = ScriptedEvaluator(recorder, curve)
     options = {"every_steps": 4, "every_steps_near": 1, "stop_at": 0.3, **options}
     success = EnvSuccessCallback(None, [], evaluator=evaluator, **options)
@@ -110,12 +116,14 @@ def train_with_checks(tmp_path, curve, max_steps=40, **options):
         lr_scheduler_type="constant",
         use_cpu=True,
         report_to=[],
-        save_strategy="no",
+        save_strategy="steps" if save else "no",
+        save_steps=1,
         logging_strategy="no",
         disable_tqdm=True,
+        resume_from_checkpoint=None if resume is None else str(resume),
     )
     trainer = Trainer(model=model, args=args, train_dataset=rows, callbacks=[recorder, success])
-    trainer.train()
+    trainer.train(resume_from_checkpoint=None if resume is None else str(resume))
     trainer.save_model(str(tmp_path / "saved"))
     saved = AutoModelForCausalLM.from_pretrained(str(tmp_path / "saved"))
     return success, evaluator, recorder, saved
@@ -219,7 +227,7 @@ def test_each_check_logs_where_its_failures_left_the_gold(tmp_path, capsys):
 
     callback = EnvSuccessCallback(None, [], evaluator=Located(), every_steps=5)
     args = SimpleNamespace(output_dir=str(tmp_path), process_index=0)
-    control = SimpleNamespace(should_training_stop=False)
+    control = TrainerControl()
     for step in (5, 10):
         callback.on_step_end(args, SimpleNamespace(global_step=step), control, model=object())
     assert "step 10: first departures from the gold: turn 2: f x3" in capsys.readouterr().out
@@ -235,3 +243,67 @@ def test_each_check_logs_where_its_failures_left_the_gold(tmp_path, capsys):
         "expected": '<tool_call>{"name": "f"}</tool_call>',
         "said": "hi",
     }
+
+
+# ------------------------------------------------ resuming from a checkpoint
+
+
+OVERSHOOT = {4: 0.0, 8: 0.02, 12: 0.70, 13: 0.10, 14: 0.28, 15: 0.36}
+
+
+@pytest.mark.parametrize("step", [6, 12, 13, 14])
+def test_a_run_resumed_from_a_checkpoint_checks_and_keeps_as_one_never_stopped(tmp_path, step):
+    """Resumed at 6 (coarse checks), 12 (just rewound to step 8's weights), 13 (fine checks, a
+    kept snapshot) or 14 (the snapshot the end puts back): the same checks, rewinds and saved
+    weights as the run that never stopped."""
+    import shutil
+
+    def curve(at):
+        return OVERSHOOT.get(at, 0.9)
+
+    whole, _, recorder, whole_model = train_with_checks(tmp_path / "whole", curve, save=True)
+    checkpoint = tmp_path / "whole" / "out" / f"checkpoint-{step}"
+    assert (checkpoint / EnvSuccessCallback.STATE_FILE).is_file()
+    assert (checkpoint / EnvSuccessCallback.SNAPSHOT_FILE).is_file() == (step >= 4)
+    resumed_from = tmp_path / "resumed" / "out" / checkpoint.name  # what a killed run leaves
+    shutil.copytree(checkpoint, resumed_from)
+    resumed, evaluator, _, resumed_model = train_with_checks(
+        tmp_path / "resumed", curve, recorder=recorder, resume=resumed_from
+    )
+    assert resumed.history == whole.history
+    assert resumed.rewinds == whole.rewinds
+    assert resumed.saved == whole.saved == {"step": 14, "success": 0.28, "updates": 10}
+    assert evaluator.scored == [at for at, _ in whole.history if at > step]  # no check redone
+    assert weights_hash(resumed_model) == weights_hash(whole_model)
+    assert recorder.step_of[weights_hash(resumed_model)] == 14
+
+
+def test_a_checkpoint_without_the_checks_state_is_refused_by_name(tmp_path):
+    def curve(at):
+        return OVERSHOOT.get(at, 0.9)
+
+    train_with_checks(tmp_path / "whole", curve, save=True)
+    checkpoint = tmp_path / "whole" / "out" / "checkpoint-6"
+    (checkpoint / EnvSuccessCallback.STATE_FILE).unlink()
+    with pytest.raises(ValueError, match=f"{checkpoint}: no env_success_state.json there"):
+        train_with_checks(tmp_path / "resumed", curve, resume=checkpoint)
+
+
+def test_a_resume_the_callback_was_not_told_of_is_an_error(tmp_path):
+    from transformers import Trainer, TrainingArguments
+
+    def curve(at):
+        return OVERSHOOT.get(at, 0.9)
+
+    _, _, recorder, _ = train_with_checks(tmp_path / "whole", curve, save=True, max_steps=6)
+    sizes = {"hidden_size": 16, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1}
+    model = build_model(Vocabulary(), intermediate_size=32, **sizes)
+    rows = [{"input_ids": [1, 2, 3], "labels": [1, 2, 3]}] * 64
+    success = EnvSuccessCallback(None, [], evaluator=ScriptedEvaluator(recorder, curve))
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "out"), max_steps=8, use_cpu=True, report_to=[]
+    )
+    trainer = Trainer(model=model, args=args, train_dataset=rows, callbacks=[success])
+    checkpoint = tmp_path / "whole" / "out" / "checkpoint-6"
+    with pytest.raises(ValueError, match="resumed at step 6 from a checkpoint this callback"):
+        trainer.train(resume_from_checkpoint=str(checkpoint))

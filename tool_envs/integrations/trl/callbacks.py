@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -92,22 +93,28 @@ def _echo_line(step: int, logs: Mapping[str, Any], keys: Sequence[str]) -> str |
 
 def _checkpoint_step(checkpoint: str | bool | None, output_dir: str | None) -> int:
     """The global step of the checkpoint a run resumes from; 0 for a new run."""
-    if checkpoint in (None, False, "", "false", "False"):
+    folder = resumed_checkpoint(checkpoint, output_dir)
+    if folder is None:
         return 0
+    try:
+        return int(json.loads((folder / "trainer_state.json").read_text("utf-8"))["global_step"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def resumed_checkpoint(checkpoint: str | bool | None, output_dir: str | None) -> Path | None:
+    """The checkpoint folder a run resumes from (``resume_from_checkpoint`` as the Trainer
+    reads it: a path, or true for the newest in ``output_dir``); None for a new run."""
+    if checkpoint in (None, False, "", "false", "False"):
+        return None
     if checkpoint is True or str(checkpoint).lower() == "true":
         from transformers.trainer_utils import get_last_checkpoint
 
         found = None
         if output_dir and Path(output_dir).is_dir():
             found = get_last_checkpoint(output_dir)
-        if found is None:
-            return 0
-        checkpoint = found
-    state = Path(str(checkpoint)) / "trainer_state.json"
-    try:
-        return int(json.loads(state.read_text(encoding="utf-8"))["global_step"])
-    except (OSError, ValueError, KeyError):
-        return 0
+        return None if found is None else Path(found)
+    return Path(str(checkpoint))
 
 
 def start_new_run(path: str | os.PathLike[str], resumed_at: int = 0) -> Path | None:
@@ -222,6 +229,35 @@ class WeightSnapshot:
                 for name, p in params:
                     p.copy_(handle.get_tensor(name))
 
+    def export(self, path: str | os.PathLike[str]) -> None:
+        """Write the kept weights to the safetensors file ``path`` (a checkpoint's copy)."""
+        if self.point is None:
+            raise RuntimeError("no snapshot to export")
+        if self._memory is not None:
+            from safetensors.torch import save_file
+
+            save_file({name: t.contiguous() for name, t in self._memory.items()}, str(path))
+        else:
+            assert self.path is not None
+            shutil.copyfile(self.path, path)
+
+    def load(self, path: str | os.PathLike[str], point: tuple[int, float]) -> None:
+        """Keep the weights of the file ``path`` (an :meth:`export`) as those of ``point``."""
+        where = self.where
+        if where == "auto":
+            where = "memory" if Path(path).stat().st_size <= SNAPSHOT_MEMORY_LIMIT else "disk"
+        if where == "memory":
+            from safetensors.torch import load_file
+
+            self._memory = load_file(str(path))
+        else:
+            if self.path is None:
+                raise ValueError("a disk snapshot needs a path")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, self.path)
+            self._memory = None
+        self.point = point
+
     def discard(self) -> None:
         """Free the copy: its file, and its folder once empty."""
         self._memory = None
@@ -259,7 +295,16 @@ class EnvSuccessCallback(TrainerCallback):
     ``success(model) -> float``. ``gold_probe`` (``model -> GoldScores``, e.g. teacher-forced
     :func:`~tool_envs.eval.teacher_forced.gold_scores` on the check tasks' gold) runs at each
     check too; its scores move while greedy success still reads 0 (``gold_history``).
+
+    With checkpoints (``save_strategy``), each checkpoint also holds this rule's state (the
+    checks, rewinds, when the next check is due, the kept weights: :data:`STATE_FILE`,
+    :data:`SNAPSHOT_FILE`), and a run resumed from it (``resume_from_checkpoint``) goes on as if
+    never stopped. The Trainer writes ``trainer_state.json`` after them, so a checkpoint that
+    has it has them too.
     """
+
+    STATE_FILE = "env_success_state.json"
+    SNAPSHOT_FILE = "env_success_snapshot.safetensors"
 
     def __init__(
         self,
@@ -277,6 +322,7 @@ class EnvSuccessCallback(TrainerCallback):
         max_rewinds: int = 3,
         evaluator: Any = None,
         gold_probe: Callable[[Any], GoldScores] | None = None,
+        resume_from_checkpoint: str | bool | None = None,
     ):
         if evaluator is None:
             evaluator = HeldoutEvaluator(tokenizer, tasks, config)
@@ -299,19 +345,86 @@ class EnvSuccessCallback(TrainerCallback):
         self._next_check: int | None = None  # None: at multiples of every_steps
         self._current: tuple[int, float] | None = None  # the check the model's weights are from
         self._current_at = -1  # the step at which the model last held exactly those weights
+        self.resume_from_checkpoint = resume_from_checkpoint
+        self._resumed_at: int | None = None  # the step of the checkpoint taken up; None: unknown
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any):
         if self.stop_at is not None and self.snapshot_where is not None:
             folder = self.snapshot_dir or Path(args.output_dir or ".", "target-snapshot")
             name = f"weights-rank{getattr(args, 'process_index', 0)}.safetensors"
             self._snapshot = WeightSnapshot(self.snapshot_where, Path(folder, name))
+        # The Trainer calls this before it loads a checkpoint's state, so the checkpoint is
+        # read here: ours, or the one in the training arguments (what the recipes pass on).
+        wanted = self.resume_from_checkpoint or args.resume_from_checkpoint
+        checkpoint = resumed_checkpoint(wanted, args.output_dir)
+        self._resumed_at = _checkpoint_step(checkpoint, args.output_dir)
+        if checkpoint is not None:
+            self._resume(checkpoint)
+        if args.output_dir and getattr(args, "process_index", 0) == 0:
+            checks = Path(args.output_dir, "greedy_checks.jsonl")
+            start_new_run(checks, resumed_at=_checkpoint_step(checkpoint, args.output_dir))
+        return control
+
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any):
+        if self._resumed_at is not None and state.global_step > self._resumed_at:
+            raise ValueError(
+                f"EnvSuccessCallback: the Trainer resumed at step {state.global_step} from a "
+                "checkpoint this callback was not told of, so its checks would start over: pass "
+                "it as resume_from_checkpoint (here or in the TrainingArguments)"
+            )
+        self._resumed_at = None  # checked once, at the first step
         return control
 
     def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any):
+        # The Trainer's flow callback, which runs first, has said whether this step saves.
+        self._check(args, state, control, model)
+        if control.should_save and args.output_dir and getattr(args, "process_index", 0) == 0:
+            self._save_state(Path(args.output_dir, f"checkpoint-{state.global_step}"))
+        return control
+
+    def _save_state(self, checkpoint: Path) -> None:
+        """Write the rule's state into the checkpoint folder the Trainer is about to fill."""
+        checkpoint.mkdir(parents=True, exist_ok=True)
+        kept = self._snapshot.point if self._snapshot is not None else None
+        if kept is not None:
+            assert self._snapshot is not None
+            self._snapshot.export(checkpoint / self.SNAPSHOT_FILE)
+        record = {
+            "history": self.history,
+            "gold_history": self.gold_history,
+            "rewinds": self.rewinds,
+            "next_check": self._next_check,
+            "current": self._current,
+            "current_at": self._current_at,
+            "kept": kept,
+        }
+        (checkpoint / self.STATE_FILE).write_text(json.dumps(record), encoding="utf-8")
+
+    def _resume(self, checkpoint: Path) -> None:
+        """Take up the rule's state from a checkpoint :meth:`_save_state` wrote."""
+        path = checkpoint / self.STATE_FILE
+        if not path.is_file():
+            raise ValueError(
+                f"resume_from_checkpoint {checkpoint}: no {self.STATE_FILE} there, so the greedy "
+                "success checks cannot go on where they stopped (the checkpoint was saved "
+                "without them: by another recipe, or a tool_envs before they were saved)"
+            )
+        record = json.loads(path.read_text(encoding="utf-8"))
+        self.history = [(step, success) for step, success in record["history"]]
+        self.gold_history = [(step, gold) for step, gold in record["gold_history"]]
+        self.rewinds = record["rewinds"]
+        self._next_check = record["next_check"]
+        self._current = None if record["current"] is None else tuple(record["current"])
+        self._current_at = record["current_at"]
+        if record["kept"] is not None and self._snapshot is not None:
+            self._snapshot.load(checkpoint / self.SNAPSHOT_FILE, tuple(record["kept"]))
+
+    def _check(self, args: Any, state: Any, control: Any, model: Any) -> None:
+        """A greedy check if one is due, and what it decides: go on, rewind or stop."""
         step = state.global_step
         due = step % self.every_steps == 0 if self._next_check is None else step >= self._next_check
         if model is None or not due:
-            return control
+            return
         success = self.evaluator.success(model)
         self.history.append((step, success))
         self._current, self._current_at = (step, success), step
@@ -332,7 +445,6 @@ class EnvSuccessCallback(TrainerCallback):
             else:
                 control.should_training_stop = True
         self._next_check = step + self.every_steps_near if self._near() else None
-        return control
 
     def _record_check(
         self, args: Any, step: int, success: float, gold: dict[str, Any] | None
