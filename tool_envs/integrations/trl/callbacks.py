@@ -362,7 +362,7 @@ class EnvSuccessCallback(TrainerCallback):
             self._resume(checkpoint)
         if args.output_dir and getattr(args, "process_index", 0) == 0:
             checks = Path(args.output_dir, "greedy_checks.jsonl")
-            start_new_run(checks, resumed_at=_checkpoint_step(checkpoint, args.output_dir))
+            start_new_run(checks, resumed_at=self._resumed_at)  # one run's checks per file
         return control
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any):
