@@ -670,6 +670,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--threads", type=int, default=1, help="torch threads per process (1: see README)"
     )
+    parser.add_argument(
+        "--sft-threads",
+        type=int,
+        default=None,
+        help="torch threads of the tiny-model and SFT stages, which run alone, so every core "
+        "can serve them (default: --threads)",
+    )
     parser.add_argument("--quick", action="store_true", help="smoke run: a few steps, no verdict")
     parser.add_argument(
         "--reuse",
@@ -775,6 +782,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(
             "--grpo-args needs --variant NAME, so the variant's arms get their own folders"
         )
+    args.sft_threads = args.sft_threads or args.threads
     args.eval_backend = args.eval_backend or FAMILIES[args.family].eval_backend
     if args.grpo_steps is None:
         args.grpo_steps = FAMILIES[args.family].grpo_steps
@@ -915,11 +923,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"[sft] warm start {args.warm_start}: trained elsewhere, no tiny-model or SFT stage")
         reused = args.reuse
     else:
-        timings["tiny model"], reused = run_stage(tiny, args.threads, args.reuse, logs)
+        timings["tiny model"], reused = run_stage(tiny, args.sft_threads, args.reuse, logs)
     try:
         if args.warm_start is None:
             timings["SFT"], reused = run_stage(
-                sft, args.threads, args.reuse and reused, logs, device
+                sft, args.sft_threads, args.reuse and reused, logs, device
             )
     except SystemExit:
         if sft_reached(sft.folder) is not False:
@@ -1038,6 +1046,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "grpo_steps": steps,
         "eval_tasks": count,
         "threads": args.threads,
+        "sft_threads": args.sft_threads,
         "device": args.device,
         "eval_backend": args.eval_backend,
         "sft_stop_checks": history,

@@ -358,3 +358,9 @@ def test_a_killed_arm_resumes_from_its_checkpoint_to_the_same_weights(learning, 
 
     # Reused from here on, as any finished stage.
     assert learning.run_stage(killed, 1, True, logs) == (marker["seconds"], True)
+
+
+def test_the_stages_that_run_alone_may_use_more_threads(learning):
+    assert learning.parse_args(["--threads", "1"]).sft_threads == 1
+    chosen = learning.parse_args(["--threads", "1", "--sft-threads", "2"])
+    assert (chosen.threads, chosen.sft_threads) == (1, 2)
