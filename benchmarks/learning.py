@@ -34,11 +34,10 @@ Not part of CI: a Calculator seed takes ~10-13 minutes on 2 CPU cores (the arms 
 tau-retail seed hours (benchmarks/README.md). ``--eval-backend`` picks what plays the greedy
 held-out episodes (tau-retail's default: a vLLM server per model). ``--quick`` is
 a smoke run of the plumbing (a few steps; no verdict). ``--reuse`` skips stages whose output
-folder already holds the same command's finished result, and resumes a GRPO arm that a killed
-run left unfinished from its last checkpoint (``--checkpoint-every``, ``--sft-checkpoint-every``).
-``--sft-args``,
-``--grpo-args`` (with ``--variant``) and ``--arms`` run the variants measured in
-``benchmarks/README.md``.
+folder already holds the same command's finished result, and resumes the SFT or a GRPO arm that
+a killed run left unfinished from its last checkpoint (``--sft-checkpoint-every``,
+``--checkpoint-every``). ``--sft-args``, ``--grpo-args`` (with ``--variant``) and ``--arms`` run
+the variants measured in ``benchmarks/README.md``.
 ``--warm-start`` starts the arms from an SFT model trained elsewhere; with ``--warm-start-tasks``
 (the task set it trained on) held-out tasks about its customers are dropped before scoring.
 """
@@ -300,10 +299,10 @@ def run_stage(
     seconds returned are then every leg's up to the checkpoint it handed on, plus the last leg.
     """
     marker = stage.folder / "stage.json"
-    identity = {"command": stage.command, "env": dict(stage.env)}
+    identity = stage_identity(stage)
     if reuse and marker.is_file():
         done = json.loads(marker.read_text())
-        if {key: done.get(key) for key in identity} == identity:
+        if is_record_of(done, stage):
             print(f"[{stage.name}] reused {stage.folder} ({done['seconds']:.0f} s when run)")
             return float(done["seconds"]), True
     started_path = stage.folder / "stage-started.json"
@@ -348,6 +347,18 @@ def run_stage(
     return seconds, False
 
 
+def stage_identity(stage: Stage) -> dict[str, Any]:
+    """What a stage's markers record to be matched by: its command (less the checkpoint flags)
+    and environment."""
+    return {"command": stage.command, "env": dict(stage.env)}
+
+
+def is_record_of(record: Mapping[str, Any], stage: Stage) -> bool:
+    """Whether a marker (``stage.json``, ``stage-started.json``) was written by this stage."""
+    identity = stage_identity(stage)
+    return {key: record.get(key) for key in identity} == identity
+
+
 def checkpoint_flags(every: int) -> tuple[str, ...]:
     """A recipe's flags to keep its newest checkpoint, saved every ``every`` steps (0: none)."""
     if not every:
@@ -369,8 +380,7 @@ def unfinished_checkpoint(stage: Stage) -> Path | None:
     started_path = stage.folder / "stage-started.json"
     if not stage.checkpoint_flags or not started_path.is_file():
         return None
-    started = json.loads(started_path.read_text())
-    if started.get("command") != stage.command or started.get("env") != dict(stage.env):
+    if not is_record_of(json.loads(started_path.read_text()), stage):
         return None
     complete = [
         folder
@@ -681,8 +691,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--reuse",
         action="store_true",
-        help="skip stages already run identically, and resume GRPO arms an earlier run of the "
-        "same command left unfinished from their last checkpoint",
+        help="skip stages already run identically, and resume the SFT or GRPO arms an earlier "
+        "run of the same command left unfinished from their last checkpoint",
     )
     parser.add_argument(
         "--checkpoint-every",

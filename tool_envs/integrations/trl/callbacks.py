@@ -91,7 +91,9 @@ def _echo_line(step: int, logs: Mapping[str, Any], keys: Sequence[str]) -> str |
     return None
 
 
-def _checkpoint_step(checkpoint: str | bool | None, output_dir: str | None) -> int:
+def _checkpoint_step(
+    checkpoint: str | bool | os.PathLike[str] | None, output_dir: str | None
+) -> int:
     """The global step of the checkpoint a run resumes from; 0 for a new run."""
     folder = resumed_checkpoint(checkpoint, output_dir)
     if folder is None:
@@ -102,7 +104,9 @@ def _checkpoint_step(checkpoint: str | bool | None, output_dir: str | None) -> i
         return 0
 
 
-def resumed_checkpoint(checkpoint: str | bool | None, output_dir: str | None) -> Path | None:
+def resumed_checkpoint(
+    checkpoint: str | bool | os.PathLike[str] | None, output_dir: str | None
+) -> Path | None:
     """The checkpoint folder a run resumes from (``resume_from_checkpoint`` as the Trainer
     reads it: a path, or true for the newest in ``output_dir``); None for a new run."""
     if checkpoint in (None, False, "", "false", "False"):
