@@ -70,6 +70,7 @@ TASK_SEED = 0  # the task set's draw: fixed, so every seed and arm sees the same
 ALPHA = 0.01
 PLACEBO_SEED_VARIABLE = "TOOL_ENVS_PLACEBO_SEED"
 ARMS = ("treated", "zero-lr", "placebo")
+HELDOUT_SPLIT = "heldout"  # the task set's split scored before and after; no recipe trains on it
 
 
 # ---------------------------------------------------------------------------- the placebo reward
@@ -154,7 +155,7 @@ def _retail_tasks(folder: Path, sizes: Mapping[str, int]) -> Path:
         "retail",
         sizes,
         categories=["cancel"],
-        heldout_splits=["heldout"],
+        heldout_splits=[HELDOUT_SPLIT],
         prompt="compact",
         seed=TASK_SEED,
         databases=RETAIL_DATABASES,
@@ -221,23 +222,27 @@ def heldout_tasks(family: Family, out: Path, count: int) -> list[dict[str, Any]]
     held-out split, which no training task and no SFT stop check uses."""
     from tool_envs.data import load_tasks
 
-    folder = family.write_tasks(out / "tasks", {**family.sizes, "heldout": count})
-    return load_tasks(folder, split="heldout")
+    folder = family.write_tasks(out / "tasks", {**family.sizes, HELDOUT_SPLIT: count})
+    return load_tasks(folder, split=HELDOUT_SPLIT)
 
 
 def unseen_by(
     family: Family, tasks: Sequence[Mapping[str, Any]], trained_on: Path
 ) -> list[Mapping[str, Any]]:
-    """The held-out tasks whose customers no task in ``trained_on`` (every split) is about.
+    """The held-out tasks whose customers no task in ``trained_on`` is about.
 
     A warm start trained elsewhere may have seen the held-out customers: its task set held
-    none out. Scoring it on them would count memorised accounts as learning.
+    none out. Scoring it on them would count memorised accounts as learning. Every split of
+    ``trained_on`` counts except its ``heldout`` one, which no recipe trains on (counting it
+    would drop every held-out task of a warm start trained on this very task set).
     """
     from tool_envs.data import load_tasks
 
     if family.customers is None:
         raise ValueError(f"{family.env_id}'s tasks are about no customers to hold out")
-    files = sorted(str(path) for path in (trained_on / "data").glob("*.jsonl"))
+    files = sorted(
+        str(path) for path in (trained_on / "data").glob("*.jsonl") if path.stem != HELDOUT_SPLIT
+    )
     seen = {customer for task in load_tasks(files) for customer in family.customers(task)}
     if not seen:
         raise SystemExit(f"--warm-start-tasks {trained_on}: no tasks with customers there")

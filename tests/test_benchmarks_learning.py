@@ -100,6 +100,8 @@ def test_a_warm_start_is_not_scored_on_customers_it_trained_on(learning, tmp_pat
     for task in heldout:
         assert (task in kept) == (not family.customers(task) & seen)
     assert all(family.customers(task) for task in heldout)  # every task names its customer
+    # A warm start trained on this very task set never saw its heldout split.
+    assert learning.unseen_by(family, heldout, ours) == heldout
 
     warm = tmp_path / "sft"
     warm.mkdir()

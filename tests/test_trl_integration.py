@@ -114,6 +114,48 @@ def test_grpo_step_on_multi_turn_episodes_honours_env_mask(tiny, tmp_path, monke
     assert logged["env/success_rate"] == 1.0 and logged["rewards/env_reward/mean"] == 1.0
 
 
+def register_one_turn_calculator() -> str:
+    """A Calculator whose turn limit (1) ends the gold episode after its tool call."""
+    import gymnasium as gym
+
+    env_id = "tool_envs_test/OneTurnCalculator-v0"
+    if env_id not in gym.registry:
+        gym.register(
+            env_id, entry_point="tool_envs.calculator.env:CalculatorEnv", max_episode_steps=1
+        )
+    return env_id
+
+
+@pytest.mark.parametrize("mask_truncated", [False, True])
+def test_mask_truncated_completions_leaves_turn_limit_episodes_out_of_the_loss(
+    tiny, tmp_path, monkeypatch, mask_truncated
+):
+    """TRL's flag judges truncation by a missing stop token; a turn-limit episode ends on one,
+    so the integration masks it itself. Its reward 0 still sets its group's baseline."""
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    rows = default_splits()["train"][24:32]
+    rows = [{**r, "env_id": register_one_turn_calculator()} for r in rows[:4]] + rows[4:]
+    calls = []
+    gold = GoldPolicyBackend(tiny[1], rows)
+    rollout_func = recording(make_rollout_func(backend_factory=lambda trainer: gold), calls)
+    trainer = make_trainer(
+        tiny, tmp_path, rows, rollout_func, mask_truncated_completions=mask_truncated
+    )
+    trainer.train()
+
+    output = calls[0][2]
+    cut = [i for i, finish in enumerate(output["finish"]) if finish == "turn_limit"]
+    assert len(cut) == 4 and len({output["task_id"][i] for i in cut}) == 1
+    for i, mask in enumerate(output["env_mask"]):
+        assert output["env_reward"][i] == (0.0 if i in cut else 1.0)
+        assert sum(mask) == 0 if mask_truncated and i in cut else sum(mask) > 0
+    logged = trainer.state.log_history[0]
+    assert logged["completions/clipped_ratio"] == 0.0  # TRL alone sees no truncation
+    assert logged["rewards/env_reward/mean"] == 0.5
+    policy_tokens = [sum(mask) for mask in output["env_mask"]]
+    assert logged["completions/mean_length"] == pytest.approx(sum(policy_tokens) / 8)
+
+
 def test_missing_task_row_environment_is_a_clear_error(tiny, tmp_path, monkeypatch):
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     folder, tokenizer = tiny

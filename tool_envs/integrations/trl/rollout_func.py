@@ -50,6 +50,11 @@ def make_rollout_func(
     None, which TRL treats as unscorable (left out of the group baseline, advantage 0). They are
     counted in ``env/void_rate`` and ``env/void/<cause>``.
 
+    With TRL's ``mask_truncated_completions`` an episode that did not terminate (Gymnasium's
+    ``truncated``: the turn limit, a token budget) keeps its reward in the group baseline but
+    none of its tokens in the loss. TRL alone would miss turn-limit episodes: their completion
+    ends on the policy's stop token, which is what TRL checks.
+
     Args:
         config: Budgets and env settings of the episodes
             (:class:`~tool_envs.rollout.engine.RolloutConfig`: ``max_tokens_per_turn``,
@@ -115,7 +120,8 @@ def make_rollout_func(
             with engine_awake(trainer):
                 rollouts = engine.run(rows, seeds)
         log_metrics(trainer, mode, rollouts, seconds=time.perf_counter() - started)
-        return rollouts_to_batch(rollouts, _pad_id(trainer.processing_class))
+        mask_truncated = bool(getattr(trainer.args, "mask_truncated_completions", False))
+        return rollouts_to_batch(rollouts, _pad_id(trainer.processing_class), mask_truncated)
 
     rollout_func.state = state  # type: ignore[attr-defined]  # the engine, for inspection
     rollout_func.check_args = sampling_settings  # type: ignore[attr-defined]  # early checks
@@ -280,21 +286,25 @@ def group_seeds(count: int, group: int, trainer: Any) -> list[int]:
     return [(base + index // group) % 2**31 for index in range(count)]
 
 
-def rollouts_to_batch(rollouts: list[Rollout], pad_token_id: int | None = None) -> dict[str, Any]:
+def rollouts_to_batch(
+    rollouts: list[Rollout], pad_token_id: int | None = None, mask_truncated: bool = False
+) -> dict[str, Any]:
     """TRL's rollout_func output: required keys, env_mask, and extra columns for rewards.
 
     A void episode is kept (a GRPO group keeps its size) but carries nothing to learn from:
     ``env_mask`` all 0, ``env_reward`` / ``env_success`` None. One that failed before its first
-    token gets a single masked ``pad_token_id`` so that no completion is empty.
+    token gets a single masked ``pad_token_id`` so that no completion is empty. With
+    ``mask_truncated`` an episode that did not terminate also gets ``env_mask`` all 0 but keeps
+    its reward (overlong filtering: its reward still sets the group's baseline).
     """
     logprobs = [r.logprobs for r in rollouts]
     completions, masks, lps = [], [], []
     for rollout, lp in zip(rollouts, logprobs, strict=True):
         ids, mask = list(rollout.completion_ids), list(rollout.env_mask)
-        if rollout.void:
+        if rollout.void or (mask_truncated and rollout.truncated):
             mask = [0] * len(ids)
-            if not ids and pad_token_id is not None:
-                ids, mask, lp = [pad_token_id], [0], None if lp is None else [0.0]
+        if rollout.void and not ids and pad_token_id is not None:
+            ids, mask, lp = [pad_token_id], [0], None if lp is None else [0.0]
         completions.append(ids)
         masks.append(mask)
         lps.append(lp)
