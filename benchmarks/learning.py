@@ -353,9 +353,14 @@ def run_stage(
 
 
 def stage_identity(stage: Stage) -> dict[str, Any]:
-    """What a stage's markers record to be matched by: its command (less the checkpoint flags)
-    and environment."""
-    return {"command": stage.command, "env": dict(stage.env)}
+    """What a stage's markers record to be matched by: its command (less the checkpoint flags),
+    environment, and the SHA-256 of its ``--config`` file (an edited config changes the run
+    although the command's text does not)."""
+    identity: dict[str, Any] = {"command": stage.command, "env": dict(stage.env)}
+    if "--config" in stage.command:
+        config = REPO / stage.command[stage.command.index("--config") + 1]  # the stage's cwd
+        identity["config_sha256"] = hashlib.sha256(config.read_bytes()).hexdigest()
+    return identity
 
 
 def is_record_of(record: Mapping[str, Any], stage: Stage) -> bool:

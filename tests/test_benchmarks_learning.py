@@ -229,6 +229,17 @@ def test_a_stage_finished_without_checkpoints_is_reused_by_a_run_with_them(
     assert learning.run_stage(flagged, 1, True, tmp_path) == (7000.0, True)
 
 
+def test_an_edited_config_makes_a_new_stage(learning, tmp_path):
+    """--reuse once kept a finished stage whose YAML had changed: the command's text had not."""
+    config = tmp_path / "sft.yaml"
+    config.write_text("learning_rate: 1.0e-4\n")
+    stage = learning.Stage("sft", ["train", "--config", str(config)], tmp_path / "sft")
+    record = {**learning.stage_identity(stage), "seconds": 1.0}
+    assert learning.is_record_of(record, stage)
+    config.write_text("learning_rate: 2.0e-4\n")
+    assert not learning.is_record_of(record, stage)
+
+
 def test_the_sft_checks_of_a_resumed_run_are_counted_once(learning, tmp_path):
     log = tmp_path / "sft.log"
     lines = [
