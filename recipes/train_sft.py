@@ -54,6 +54,14 @@ class GoldArguments(TaskArguments):
             "choices": ["policy", "transcript"],
         },
     )
+    recovery_share: float = field(
+        default=0.0,
+        metadata={
+            "help": "Share of the gold tool calls that follow a malformed try of the same call "
+            "and the env's parse error (the try is left out of the loss): gold alone never "
+            "shows the way back from a sampled mistake (tool_envs.rollout.sft.with_recovery)."
+        },
+    )
     gold_probe: bool = field(
         default=False,
         metadata={
@@ -121,7 +129,14 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
         model_args.model_name_or_path, heldout=(gold_args.eval_split, gold_args.eval_tasks)
     )
     gold_config = RolloutConfig(max_completion_length=4096)
-    train_rows = gold_sft_rows_in_processes(tokenizer, rows, gold_config, gold_args.gold_workers)
+    train_rows = gold_sft_rows_in_processes(
+        tokenizer,
+        rows,
+        gold_config,
+        gold_args.gold_workers,
+        recovery_share=gold_args.recovery_share,
+        seed=training_args.seed,
+    )
     gold_probe = None
     if gold_args.gold_probe:
         check_rows = gold_sft_rows_in_processes(tokenizer, held_out, gold_config, 1)

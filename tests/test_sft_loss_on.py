@@ -6,26 +6,19 @@ policy warm start trains on the agent's turns only; ``transcript`` trains on eve
 
 from __future__ import annotations
 
-import gymnasium as gym
 import pytest
+from rollout_helpers import tau_gold_rows
 
 pytest.importorskip("trl", reason="SFT needs the 'train' extra (trl)")
 
-import tool_envs
-from tool_envs.rollout import RolloutConfig, RolloutEngine, gold_sft_rows
 from tool_envs.rollout.sft import with_loss_on
-from tool_envs.tiny_models import build_model, build_tokenizer, env_texts
-
-gym.register_envs(tool_envs)
+from tool_envs.tiny_models import build_model
 
 
 @pytest.fixture(scope="module")
 def gold_rows():
-    tokenizer = build_tokenizer(env_texts("tool_envs/TauRetail-v0", limit=50), vocab_size=1024)
-    tasks = gym.make("tool_envs/TauRetail-v0").unwrapped.task_splits()["test"][:2]
-    config = RolloutConfig(max_completion_length=8192, max_tokens_per_turn=4096)
-    with RolloutEngine(tokenizer, None, config=config) as engine:
-        return tokenizer, gold_sft_rows(engine, tasks)
+    tokenizer, _, rows = tau_gold_rows(2)
+    return tokenizer, rows
 
 
 def trained_labels(tokenizer, rows, tmp_path) -> list[list[int]]:

@@ -8,6 +8,7 @@ loss covers only the assistant's tokens.
 from __future__ import annotations
 
 import multiprocessing
+import random
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from itertools import repeat
@@ -75,15 +76,84 @@ def with_loss_on(rows: Sequence[dict[str, list[int]]], loss_on: str) -> list[dic
     return [{**row, "assistant_masks": [1] * len(row["input_ids"])} for row in rows]
 
 
-def gold_sft_rows(engine: RolloutEngine, tasks: Sequence[Mapping[str, Any]]) -> list[dict]:
-    """Play every task's gold turns and return SFT rows; gold that fails its task is an error."""
-    rollouts = engine.run(tasks, scripts=gold_scripts(tasks))
+def malformed_call(turn: str, rng: random.Random) -> str | None:
+    """``turn``'s tool call cut inside its JSON (closing tag kept), or None: no call to cut."""
+    opening, closing = "<tool_call>", "</tool_call>"
+    start, end = turn.find("{"), turn.rfind("}")
+    if opening not in turn or closing not in turn or end - start < 2:
+        return None
+    return turn[: rng.randrange(start + 1, end)] + "\n" + closing
+
+
+def with_recovery(
+    tasks: Sequence[Mapping[str, Any]], scripts: Sequence[list[str]], share: float, seed: int
+) -> tuple[list[list[str]], list[set[int]]]:
+    """Scripts where ``share`` of the tool-call turns follow a malformed try of the same call.
+
+    Gold episodes never go wrong, so a model trained only on them has never seen the env's
+    parse-error reply, and a sampled malformed call leaves it off the data it knows: a tiny
+    warm start sampled 12-18 of them in a row until the turn limit. The tries teach the way
+    back (the gold call after the error); their own turns are returned, per script, to be left
+    out of the loss. Each task's draw depends only on ``seed`` and its id.
+    """
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"recovery share must be in [0, 1], got {share}")
+    augmented, tries = [], []
+    for task, turns in zip(tasks, scripts, strict=True):
+        rng = random.Random(f"{seed}/{task['extra_info']['id']}")
+        script: list[str] = []
+        tried: set[int] = set()
+        for turn in turns:
+            broken = malformed_call(turn, rng) if rng.random() < share else None
+            if broken is not None:
+                tried.add(len(script))
+                script.append(broken)
+            script.append(turn)
+        augmented.append(script)
+        tries.append(tried)
+    return augmented, tries
+
+
+def without_turns(row: dict[str, list[int]], turns: set[int]) -> dict[str, list[int]]:
+    """``row`` with the loss off the policy turns numbered ``turns`` (runs of mask 1, from 0)."""
+    mask, turn, inside = list(row["assistant_masks"]), -1, False
+    for index, value in enumerate(mask):
+        if value and not inside:
+            turn += 1
+        inside = bool(value)
+        if value and turn in turns:
+            mask[index] = 0
+    return {**row, "assistant_masks": mask}
+
+
+def gold_sft_rows(
+    engine: RolloutEngine,
+    tasks: Sequence[Mapping[str, Any]],
+    recovery_share: float = 0.0,
+    seed: int = 0,
+) -> list[dict]:
+    """Play every task's gold turns and return SFT rows; gold that fails its task is an error.
+
+    ``recovery_share`` > 0 adds malformed tries before gold tool calls (:func:`with_recovery`),
+    each of which must draw exactly one parse error from the env.
+    """
+    scripts = gold_scripts(tasks)
+    tries: list[set[int]] = [set() for _ in scripts]
+    if recovery_share:
+        scripts, tries = with_recovery(tasks, scripts, recovery_share, seed)
+    rollouts = engine.run(tasks, scripts=scripts)
     failed = [(r.task_id, r.reward_info) for r in rollouts if not r.success]
     if failed:
         raise ValueError(
             f"{len(failed)} gold trajectories did not solve their task, e.g. {failed[0]}"
         )
-    return sft_rows(rollouts)
+    for rollout, tried in zip(rollouts, tries, strict=True):
+        if rollout.stats.get("parse_errors", 0) != len(tried):
+            raise ValueError(
+                f"task {rollout.task_id!r}: {len(tried)} malformed tries drew "
+                f"{rollout.stats.get('parse_errors', 0)} parse errors from the env"
+            )
+    return [without_turns(row, tried) for row, tried in zip(sft_rows(rollouts), tries, strict=True)]
 
 
 def gold_sft_rows_in_processes(
@@ -92,6 +162,8 @@ def gold_sft_rows_in_processes(
     config: RolloutConfig,
     workers: int,
     min_per_worker: int = 100,
+    recovery_share: float = 0.0,
+    seed: int = 0,
 ) -> list[dict]:
     """:func:`gold_sft_rows` of ``tasks`` split over ``workers`` processes, rows in task order.
 
@@ -100,6 +172,7 @@ def gold_sft_rows_in_processes(
     training began. Workers are spawned (safe after torch is loaded) and each plays one
     contiguous share of the tasks with its own engine. A spawned worker costs seconds to start,
     so each gets at least ``min_per_worker`` tasks (fewer workers, or none, for small sets).
+    ``recovery_share`` and ``seed``: as in :func:`gold_sft_rows`.
     """
     tasks = list(tasks)
     if workers < 1:
@@ -107,23 +180,34 @@ def gold_sft_rows_in_processes(
     workers = min(workers, len(tasks) // max(min_per_worker, 1))
     if workers <= 1:
         with RolloutEngine(tokenizer, None, config=config) as engine:
-            return gold_sft_rows(engine, tasks)
+            return gold_sft_rows(engine, tasks, recovery_share, seed)
     size = -(-len(tasks) // workers)
     shares = [tasks[start : start + size] for start in range(0, len(tasks), size)]
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(len(shares), mp_context=context) as pool:
-        parts = pool.map(_gold_rows_of_share, repeat(tokenizer), repeat(config), shares)
+        parts = pool.map(
+            _gold_rows_of_share,
+            repeat(tokenizer),
+            repeat(config),
+            shares,
+            repeat(recovery_share),
+            repeat(seed),
+        )
         return [row for part in parts for row in part]
 
 
 def _gold_rows_of_share(
-    tokenizer: Any, config: RolloutConfig, tasks: Sequence[Mapping[str, Any]]
+    tokenizer: Any,
+    config: RolloutConfig,
+    tasks: Sequence[Mapping[str, Any]],
+    recovery_share: float,
+    seed: int,
 ) -> list[dict]:
     import tool_envs  # registers the env ids in the spawned process
 
     gym.register_envs(tool_envs)
     with RolloutEngine(tokenizer, None, config=config) as engine:
-        return gold_sft_rows(engine, tasks)
+        return gold_sft_rows(engine, tasks, recovery_share, seed)
 
 
 def check_fits(rows: Sequence[Mapping[str, list[int]]], max_length: int | None) -> None:
