@@ -7,6 +7,7 @@ loss covers only the assistant's tokens.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import random
 from collections.abc import Mapping, Sequence
@@ -76,25 +77,55 @@ def with_loss_on(rows: Sequence[dict[str, list[int]]], loss_on: str) -> list[dic
     return [{**row, "assistant_masks": [1] * len(row["input_ids"])} for row in rows]
 
 
+OPEN_TAG, CLOSE_TAG = "<tool_call>", "</tool_call>"
+
+
 def malformed_call(turn: str, rng: random.Random) -> str | None:
     """``turn``'s tool call cut inside its JSON (closing tag kept), or None: no call to cut."""
-    opening, closing = "<tool_call>", "</tool_call>"
     start, end = turn.find("{"), turn.rfind("}")
-    if opening not in turn or closing not in turn or end - start < 2:
+    if OPEN_TAG not in turn or CLOSE_TAG not in turn or end - start < 2:
         return None
-    return turn[: rng.randrange(start + 1, end)] + "\n" + closing
+    return turn[: rng.randrange(start + 1, end)] + "\n" + CLOSE_TAG
+
+
+def miscopied_call(turn: str, rng: random.Random) -> str | None:
+    """``turn``'s tool call with one string argument miscopied (1-3 characters dropped), or None:
+    no string argument of 4 or more characters. The env should answer it with a tool error."""
+    start, end = turn.find(OPEN_TAG), turn.rfind(CLOSE_TAG)
+    if start < 0 or end < 0:
+        return None
+    try:
+        call = json.loads(turn[start + len(OPEN_TAG) : end])
+    except json.JSONDecodeError:
+        return None
+    arguments = call.get("arguments") if isinstance(call, dict) else None
+    names = [k for k, v in (arguments or {}).items() if isinstance(v, str) and len(v) >= 4]
+    if not names:
+        return None
+    name = rng.choice(names)
+    value = arguments[name]
+    cut = rng.randrange(1, len(value) - 1)
+    arguments[name] = value[:cut] + value[cut + rng.randint(1, min(3, len(value) - 1 - cut)) :]
+    return (
+        f"{turn[:start]}{OPEN_TAG}\n{json.dumps(call)}\n{CLOSE_TAG}{turn[end + len(CLOSE_TAG) :]}"
+    )
+
+
+TRIES = (malformed_call, miscopied_call)
 
 
 def with_recovery(
     tasks: Sequence[Mapping[str, Any]], scripts: Sequence[list[str]], share: float, seed: int
 ) -> tuple[list[list[str]], list[set[int]]]:
-    """Scripts where ``share`` of the tool-call turns follow a malformed try of the same call.
+    """Scripts where ``share`` of the tool-call turns follow a failed try of the same call.
 
     Gold episodes never go wrong, so a model trained only on them has never seen the env's
-    parse-error reply, and a sampled malformed call leaves it off the data it knows: a tiny
-    warm start sampled 12-18 of them in a row until the turn limit. The tries teach the way
-    back (the gold call after the error); their own turns are returned, per script, to be left
-    out of the loss. Each task's draw depends only on ``seed`` and its id.
+    error replies, and a sampled mistake leaves it off the data it knows: a tiny warm start
+    sampled 12-18 malformed calls in a row until the turn limit, or one miscopied user id 18
+    times. A try is, half of the time each, the call cut inside its JSON (the env's parse
+    error) or with an argument miscopied (a tool error). The tries teach the way back (the
+    gold call after the error); their turns are returned, per script, to be left out of the
+    loss. Each task's draw depends only on ``seed`` and its id.
     """
     if not 0.0 <= share <= 1.0:
         raise ValueError(f"recovery share must be in [0, 1], got {share}")
@@ -104,10 +135,12 @@ def with_recovery(
         script: list[str] = []
         tried: set[int] = set()
         for turn in turns:
-            broken = malformed_call(turn, rng) if rng.random() < share else None
-            if broken is not None:
-                tried.add(len(script))
-                script.append(broken)
+            if rng.random() < share:
+                first, second = TRIES if rng.random() < 0.5 else TRIES[::-1]
+                broken = first(turn, rng) or second(turn, rng)
+                if broken is not None:
+                    tried.add(len(script))
+                    script.append(broken)
             script.append(turn)
         augmented.append(script)
         tries.append(tried)
@@ -126,6 +159,32 @@ def without_turns(row: dict[str, list[int]], turns: set[int]) -> dict[str, list[
     return {**row, "assistant_masks": mask}
 
 
+def errors_of(rollout: Rollout) -> int:
+    return rollout.stats.get("parse_errors", 0) + rollout.stats.get("tool_errors", 0)
+
+
+def play_tries(
+    engine: RolloutEngine,
+    tasks: Sequence[Mapping[str, Any]],
+    plain: Sequence[list[str]],
+    scripts: Sequence[list[str]],
+    tries: Sequence[set[int]],
+) -> tuple[list[Rollout], list[set[int]]]:
+    """Play ``scripts``; a task whose tries did not draw one env error each, or whose episode
+    they spoiled (a miscopied id that names another record), is played as ``plain`` instead."""
+    rollouts, tries = engine.run(tasks, scripts=scripts), list(tries)
+    spoiled = [
+        i
+        for i, (rollout, tried) in enumerate(zip(rollouts, tries, strict=True))
+        if tried and (not rollout.success or errors_of(rollout) != len(tried))
+    ]
+    if spoiled:
+        replayed = engine.run([tasks[i] for i in spoiled], scripts=[plain[i] for i in spoiled])
+        for i, rollout in zip(spoiled, replayed, strict=True):
+            rollouts[i], tries[i] = rollout, set()
+    return rollouts, tries
+
+
 def gold_sft_rows(
     engine: RolloutEngine,
     tasks: Sequence[Mapping[str, Any]],
@@ -134,25 +193,20 @@ def gold_sft_rows(
 ) -> list[dict]:
     """Play every task's gold turns and return SFT rows; gold that fails its task is an error.
 
-    ``recovery_share`` > 0 adds malformed tries before gold tool calls (:func:`with_recovery`),
-    each of which must draw exactly one parse error from the env.
+    ``recovery_share`` > 0 adds failed tries before gold tool calls (:func:`with_recovery`,
+    :func:`play_tries`).
     """
-    scripts = gold_scripts(tasks)
-    tries: list[set[int]] = [set() for _ in scripts]
-    if recovery_share:
-        scripts, tries = with_recovery(tasks, scripts, recovery_share, seed)
-    rollouts = engine.run(tasks, scripts=scripts)
+    plain = gold_scripts(tasks)
+    if not recovery_share:
+        rollouts, tries = engine.run(tasks, scripts=plain), [set() for _ in plain]
+    else:
+        scripts, tries = with_recovery(tasks, plain, recovery_share, seed)
+        rollouts, tries = play_tries(engine, tasks, plain, scripts, tries)
     failed = [(r.task_id, r.reward_info) for r in rollouts if not r.success]
     if failed:
         raise ValueError(
             f"{len(failed)} gold trajectories did not solve their task, e.g. {failed[0]}"
         )
-    for rollout, tried in zip(rollouts, tries, strict=True):
-        if rollout.stats.get("parse_errors", 0) != len(tried):
-            raise ValueError(
-                f"task {rollout.task_id!r}: {len(tried)} malformed tries drew "
-                f"{rollout.stats.get('parse_errors', 0)} parse errors from the env"
-            )
     return [without_turns(row, tried) for row, tried in zip(sft_rows(rollouts), tries, strict=True)]
 
 
