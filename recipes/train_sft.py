@@ -57,9 +57,10 @@ class GoldArguments(TaskArguments):
     recovery_share: float = field(
         default=0.0,
         metadata={
-            "help": "Share of the gold tool calls that follow a malformed try of the same call "
-            "and the env's parse error (the try is left out of the loss): gold alone never "
-            "shows the way back from a sampled mistake (tool_envs.rollout.sft.with_recovery)."
+            "help": "Share of the gold tool calls that follow a failed try of the same call "
+            "(cut inside its JSON, or an argument miscopied) and the env's error reply; the try "
+            "is left out of the loss. Gold alone never shows the way back from a sampled "
+            "mistake (tool_envs.rollout.sft.with_recovery)."
         },
     )
     gold_probe: bool = field(

@@ -17,6 +17,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from tool_envs.core.parsers.hermes import CLOSE_TAG, OPEN_TAG
 from tool_envs.rollout.engine import Rollout, RolloutConfig, RolloutEngine
 
 
@@ -75,9 +76,6 @@ def with_loss_on(rows: Sequence[dict[str, list[int]]], loss_on: str) -> list[dic
     if loss_on == "policy":
         return list(rows)
     return [{**row, "assistant_masks": [1] * len(row["input_ids"])} for row in rows]
-
-
-OPEN_TAG, CLOSE_TAG = "<tool_call>", "</tool_call>"
 
 
 def malformed_call(turn: str, rng: random.Random) -> str | None:
