@@ -134,6 +134,21 @@ def test_actions_basis_stops_a_do_nothing_agent_on_read_only_gold():
     assert play(strict, turns)[0] == 1.0, "a transfer's free-text summary is not compared"
 
 
+def test_gold_action_share_reports_partial_progress_without_changing_the_reward():
+    row = bank_row(3)
+    env = gym.make(ENV_ID, tasks=[row])
+    env.reset(seed=0)
+    reward, info = play(env, env.unwrapped.gold_turns(row))
+    assert reward == 1.0 and info["reward_info"]["gold_action_share"] == 1.0
+    gold = row["reward_spec"]["actions"]
+    assert len(gold) == 2, "the lookup and the write"
+    lookup_only = [call(gold[0]["name"], **gold[0]["arguments"]), "All done. 93."]
+    reward, info = play(env, lookup_only)
+    assert reward == 0.0 and info["reward_info"]["gold_action_share"] == 0.5
+    reward, info = play(env, ["Goodbye."])
+    assert reward == 0.0 and info["reward_info"]["gold_action_share"] == 0.0
+
+
 def test_transfer_ends_the_episode_and_the_turn_limit_truncates():
     env = gym.make(ENV_ID, tasks=[bank_row(1)])
     env.reset(seed=0)

@@ -177,9 +177,18 @@ def test_reward_info_functions_read_named_sub_rewards():
     from tool_envs.integrations.trl import reward_info_func
 
     read = reward_info_func("successful_tool_calls")
-    infos = [json.dumps({"successful_tool_calls": 2}), json.dumps({"reason": "x"}), ""]
+    infos = [json.dumps({"successful_tool_calls": 2}), json.dumps({"reason": "x"}), "", "null"]
     assert read.__name__ == "reward_info_successful_tool_calls"
-    assert read(completions=[None] * 3, reward_info=infos) == [2.0, None, None]
+    assert read(completions=[None] * 4, reward_info=infos) == [2.0, None, None, None]
+
+
+def test_gold_action_share_reads_partial_progress_and_skips_unscored_episodes():
+    from tool_envs.integrations.trl import gold_action_share
+
+    infos = [json.dumps({"gold_action_share": 0.75}), json.dumps({"reason": "turn limit"})]
+    infos.append(json.dumps({"outcome": "void", "reason": "down", "gold_action_share": 1}))
+    assert gold_action_share.__name__ == "gold_action_share"
+    assert gold_action_share(completions=[None] * 3, reward_info=infos) == [0.75, None, None]
 
 
 GRADER_DOWN_FOR: set[str] = set()  # task ids the flaky calculator's grader cannot score

@@ -86,6 +86,11 @@ class TauEnv(ToolEnv):
     - ``actions`` (opt-in): every gold action was called with the same name and arguments, so a
       do-nothing agent cannot pass tasks whose gold is read-only.
 
+    Whatever the basis, a terminated episode's ``reward_info["gold_action_share"]`` is the share
+    of the gold actions the agent made: partial progress, for analysis and for shaping a
+    training reward (:func:`tool_envs.integrations.trl.gold_action_share`); it never changes
+    the reward.
+
     Args:
         tasks: Task rows or a source for :func:`tool_envs.data.load_tasks`; default: the
             domain's train split.
@@ -208,17 +213,12 @@ class TauEnv(ToolEnv):
                 out: any(normalise_text(out) in text for text in said) for out in self._spec.outputs
             }
             passed.append(all(info["outputs"].values()))
+        actions = self._gold_actions_made()
+        if actions:
+            info["gold_action_share"] = sum(actions.values()) / len(actions)
         if "actions" in self.reward_basis:
-            device_calls = self._device.calls if self._device is not None else []
-            made = {action_key(c.name, c.arguments) for c, _ in [*self._call_log, *device_calls]}
-            info["actions"] = {
-                f"{a.name}({json.dumps(a.arguments, sort_keys=True)})": (
-                    action_key(a.name, a.arguments) in made
-                )
-                for a in self._spec.actions
-                if a.name not in _NOT_COMPARED
-            }
-            passed.append(all(info["actions"].values()))
+            info["actions"] = actions
+            passed.append(all(actions.values()))
         reward = 1.0 if all(passed) else 0.0
         failed = [
             name
@@ -241,6 +241,19 @@ class TauEnv(ToolEnv):
             user_usage=self.user.usage.as_dict(),
         )
         return reward, info
+
+    def _gold_actions_made(self) -> dict[str, bool]:
+        """Each compared gold action (``name({arguments})``) and whether the agent or the
+        user's device made it, with the same name and arguments."""
+        device_calls = self._device.calls if self._device is not None else []
+        made = {action_key(c.name, c.arguments) for c, _ in [*self._call_log, *device_calls]}
+        return {
+            f"{a.name}({json.dumps(a.arguments, sort_keys=True)})": (
+                action_key(a.name, a.arguments) in made
+            )
+            for a in self._spec.actions
+            if a.name not in _NOT_COMPARED
+        }
 
     def close(self) -> None:
         super().close()

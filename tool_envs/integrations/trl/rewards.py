@@ -32,10 +32,20 @@ def reward_info_func(key: str) -> Callable[..., list[float | None]]:
     def read(completions: list[Any], reward_info: list[str], **kwargs: Any) -> list[float | None]:
         values = []
         for info in reward_info:
-            parsed = json.loads(info) if info else {}
+            parsed = (json.loads(info) if info else None) or {}  # "null": ended by a budget
             value = None if is_void(parsed) else parsed.get(key)
             values.append(None if value is None else float(value))
         return values
 
     read.__name__ = f"reward_info_{key}"
     return read
+
+
+gold_action_share = reward_info_func("gold_action_share")
+gold_action_share.__name__ = "gold_action_share"
+gold_action_share.__doc__ = """Partial credit on tau tasks: the share of the gold actions a
+terminated episode made (``reward_info["gold_action_share"]``); None for truncated and void ones.
+
+Added to ``env_reward`` with ``reward_weights`` it tells apart the failures of a group (a wrong id
+at the first lookup or at the last action), which a success-only reward scores alike.
+"""
