@@ -14,8 +14,9 @@ GRPO in three arms from the SAME checkpoint with identical settings except:
   final weights are bit-identical to the SFT checkpoint (checked whenever it runs), so by default
   it is not trained and the SFT checkpoint's outcomes are its row; ``--arms treated zero-lr
   placebo`` trains it;
-- placebo: rewards shuffled within each batch (:func:`shuffled_env_reward`), so the advantage
-  carries no information about the completion it is attached to.
+- placebo: rewards shuffled within each batch (:func:`shuffled_env_reward`; every reward
+  function the treated arm uses, in one order), so the advantage carries no information about
+  the completion it is attached to.
 
 Tasks are the demo's generated set (``tool-envs calculator-tasks --difficulty 1``): SFT learns
 from 2,000 training tasks and stops on the test split, GRPO trains on all 8,000, and the
@@ -76,21 +77,67 @@ HELDOUT_SPLIT = "heldout"  # the task set's split scored before and after; no re
 # ---------------------------------------------------------------------------- the placebo reward
 
 
+def shuffled(values: list[Any], trainer_state: Any) -> list[Any]:
+    """``values`` in the placebo's order for this step.
+
+    Seeded by ``$TOOL_ENVS_PLACEBO_SEED`` and the training step (TRL passes ``trainer_state``), so
+    a placebo run is reproducible, and every reward function of a step moves its values the same
+    way (a shuffle's permutation depends only on the seed and the length): a rollout's reward terms
+    stay together, attached to another rollout.
+    """
+    step = getattr(trainer_state, "global_step", 0)
+    rng = random.Random(f"{os.environ.get(PLACEBO_SEED_VARIABLE, '0')}-{step}")
+    values = list(values)
+    rng.shuffle(values)
+    return values
+
+
 def shuffled_env_reward(
     completions: list[Any], env_reward: list[float], **kwargs: Any
 ) -> list[float]:
     """The batch's env rewards in a random order: same reward mix, no link to the completions.
 
-    Seeded by ``$TOOL_ENVS_PLACEBO_SEED`` and the training step (TRL passes ``trainer_state``), so
-    a placebo run is reproducible. Passed to the GRPO recipe as
-    ``--reward_funcs benchmarks/learning.py:shuffled_env_reward``.
+    Passed to the GRPO recipe as ``--reward_funcs benchmarks/learning.py:shuffled_env_reward``.
     """
-    state = kwargs.get("trainer_state")
-    step = getattr(state, "global_step", 0)
-    rng = random.Random(f"{os.environ.get(PLACEBO_SEED_VARIABLE, '0')}-{step}")
-    rewards = [float(value) for value in env_reward]
-    rng.shuffle(rewards)
-    return rewards
+    return shuffled([float(value) for value in env_reward], kwargs.get("trainer_state"))
+
+
+def shuffled_gold_action_share(completions: list[Any], **kwargs: Any) -> list[float | None]:
+    """The placebo of ``tool_envs.integrations.trl:gold_action_share``, in the same order as
+    :func:`shuffled_env_reward`'s."""
+    from tool_envs.integrations.trl import gold_action_share
+
+    return shuffled(gold_action_share(completions, **kwargs), kwargs.get("trainer_state"))
+
+
+# What the placebo arm scores with in place of each reward function the treated arm uses.
+PLACEBO_REWARDS = MappingProxyType(
+    {
+        "tool_envs.integrations.trl:env_reward": "benchmarks/learning.py:shuffled_env_reward",
+        "tool_envs.integrations.trl:gold_action_share": (
+            "benchmarks/learning.py:shuffled_gold_action_share"
+        ),
+    }
+)
+
+
+def placebo_reward_funcs(grpo_config: Path, grpo_args: Sequence[str]) -> list[str]:
+    """The placebo counterparts of the treated arm's reward functions (``--reward_funcs`` in
+    ``grpo_args``, else the config's, else the recipe's default ``env_reward``)."""
+    import yaml
+
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--reward_funcs", nargs="+")
+    given = parser.parse_known_args(list(grpo_args))[0].reward_funcs
+    config = yaml.safe_load(grpo_config.read_text())
+    treated = given or config.get("reward_funcs") or ["tool_envs.integrations.trl:env_reward"]
+    unknown = [spec for spec in treated if spec not in PLACEBO_REWARDS]
+    if unknown:
+        raise SystemExit(
+            f"no placebo for the reward function(s) {unknown}; the placebo arm knows "
+            f"{sorted(PLACEBO_REWARDS)}"
+        )
+    return [PLACEBO_REWARDS[spec] for spec in treated]
 
 
 # ---------------------------------------------------------------------------- statistics
@@ -857,7 +904,10 @@ def stages(
     arm_flags = {
         "treated": [],
         "zero-lr": ["--learning_rate", "0"],
-        "placebo": ["--reward_funcs", "benchmarks/learning.py:shuffled_env_reward"],
+        "placebo": [
+            "--reward_funcs",
+            *placebo_reward_funcs(family.grpo_config, shlex.split(args.grpo_args)),
+        ],
     }
     arms = {}
     for arm in args.arms:
