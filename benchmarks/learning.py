@@ -102,21 +102,19 @@ def shuffled_env_reward(
     return shuffled([float(value) for value in env_reward], kwargs.get("trainer_state"))
 
 
-def shuffled_gold_action_share(completions: list[Any], **kwargs: Any) -> list[float | None]:
-    """The placebo of ``tool_envs.integrations.trl:gold_action_share``, in the same order as
+def shuffled_env_progress(completions: list[Any], **kwargs: Any) -> list[float | None]:
+    """The placebo of ``tool_envs.integrations.trl:env_progress``, in the same order as
     :func:`shuffled_env_reward`'s."""
-    from tool_envs.integrations.trl import gold_action_share
+    from tool_envs.integrations.trl import env_progress
 
-    return shuffled(gold_action_share(completions, **kwargs), kwargs.get("trainer_state"))
+    return shuffled(env_progress(completions, **kwargs), kwargs.get("trainer_state"))
 
 
 # What the placebo arm scores with in place of each reward function the treated arm uses.
 PLACEBO_REWARDS = MappingProxyType(
     {
         "tool_envs.integrations.trl:env_reward": "benchmarks/learning.py:shuffled_env_reward",
-        "tool_envs.integrations.trl:gold_action_share": (
-            "benchmarks/learning.py:shuffled_gold_action_share"
-        ),
+        "tool_envs.integrations.trl:env_progress": "benchmarks/learning.py:shuffled_env_progress",
     }
 )
 

@@ -381,7 +381,7 @@ def test_the_stages_that_run_alone_may_use_more_threads(learning):
 
 def test_the_placebo_shuffles_every_reward_term_of_a_rollout_together(learning, tmp_path):
     shaped = "--reward_funcs tool_envs.integrations.trl:env_reward "
-    shaped += "tool_envs.integrations.trl:gold_action_share --reward_weights 1.0 0.5"
+    shaped += "tool_envs.integrations.trl:env_progress --reward_weights 1.0 0.5"
     arms_flags = ["--arms", "treated", "placebo", "--variant", "shaped"]
     args = learning.parse_args(["--family", "tau-retail", *arms_flags, "--grpo-args", shaped])
     _, _, arms = learning.stages(args, learning.FAMILIES["tau-retail"], tmp_path)
@@ -389,17 +389,16 @@ def test_the_placebo_shuffles_every_reward_term_of_a_rollout_together(learning, 
     start = len(placebo) - 1 - placebo[::-1].index("--reward_funcs")
     assert placebo[start + 1 : start + 3] == [
         "benchmarks/learning.py:shuffled_env_reward",
-        "benchmarks/learning.py:shuffled_gold_action_share",
+        "benchmarks/learning.py:shuffled_env_progress",
     ]
     default = learning.parse_args(["--family", "tau-retail", "--arms", "placebo"])
     _, _, arms = learning.stages(default, learning.FAMILIES["tau-retail"], tmp_path)
     assert last_value(arms["placebo"].command, "--reward_funcs").endswith("shuffled_env_reward")
 
     shares = [i / 10 for i in range(10)]  # rollout i: reward i, share i / 10
-    infos = [json.dumps({"gold_action_share": share}) for share in shares]
     state = type("State", (), {"global_step": 7})()
     rewards = learning.shuffled_env_reward([None] * 10, list(range(10)), trainer_state=state)
-    moved = learning.shuffled_gold_action_share([None] * 10, reward_info=infos, trainer_state=state)
+    moved = learning.shuffled_env_progress([None] * 10, env_progress=shares, trainer_state=state)
     assert rewards != list(range(10)), "a shuffle that moves nothing is no placebo"
     assert moved == [reward / 10 for reward in rewards]
 

@@ -134,19 +134,52 @@ def test_actions_basis_stops_a_do_nothing_agent_on_read_only_gold():
     assert play(strict, turns)[0] == 1.0, "a transfer's free-text summary is not compared"
 
 
-def test_gold_action_share_reports_partial_progress_without_changing_the_reward():
+def test_progress_is_the_share_of_gold_actions_made_on_every_step_and_never_the_reward():
     row = bank_row(3)
     env = gym.make(ENV_ID, tasks=[row])
     env.reset(seed=0)
     reward, info = play(env, env.unwrapped.gold_turns(row))
-    assert reward == 1.0 and info["reward_info"]["gold_action_share"] == 1.0
-    gold = row["reward_spec"]["actions"]
-    assert len(gold) == 2, "the lookup and the write"
-    lookup_only = [call(gold[0]["name"], **gold[0]["arguments"]), "All done. 93."]
-    reward, info = play(env, lookup_only)
-    assert reward == 0.0 and info["reward_info"]["gold_action_share"] == 0.5
+    assert reward == 1.0 and info["progress"] == 1.0
+    lookup = row["reward_spec"]["actions"][0]
+    assert len(row["reward_spec"]["actions"]) == 2, "the lookup and the write"
+    env.reset(options={"task": row})
+    _, _, _, _, info = env.step(call(lookup["name"], **lookup["arguments"]))
+    assert info["progress"] == 0.5, "progress is reported before the episode ends"
+    reward, info = play(env, [call(lookup["name"], **lookup["arguments"]), "All done. 93."])
+    assert reward == 0.0 and info["progress"] == 0.5
+    looped = [call(lookup["name"], **lookup["arguments"])] + [call("think", thought="hmm")] * 9
+    _, truncated, info = play_until_cut(env, looped)
+    assert truncated and info["progress"] == 0.5, "a turn-limit episode keeps what it made"
     reward, info = play(env, ["Goodbye."])
-    assert reward == 0.0 and info["reward_info"]["gold_action_share"] == 0.0
+    assert reward == 0.0 and info["progress"] == 0.0
+
+
+def test_rollouts_and_their_batch_carry_the_progress_of_episodes_the_turn_limit_cut():
+    """The engine keeps the env's last progress whatever ended the episode, so a shaped reward
+    gives an episode that ran out of turns what it made, as one that ended itself."""
+    from rollout_helpers import tiny_tokenizer_and_model
+
+    from tool_envs.integrations.trl.rollout_func import rollouts_to_batch
+    from tool_envs.rollout import RolloutEngine
+
+    tokenizer, _ = tiny_tokenizer_and_model()
+    row = bank_row(3)
+    lookup = row["reward_spec"]["actions"][0]
+    looped = [call(lookup["name"], **lookup["arguments"])] + [call("think", thought="hmm")] * 9
+    with RolloutEngine(tokenizer, None) as engine:
+        rollouts = engine.run([row, row], scripts=[looped, ["Goodbye."]])
+    assert [r.finish for r in rollouts] == ["turn_limit", "terminated"]
+    assert [r.progress for r in rollouts] == [0.5, 0.0]
+    assert rollouts_to_batch(rollouts)["env_progress"] == [0.5, 0.0]
+
+
+def play_until_cut(env, turns):
+    env.reset(options={"task": env.unwrapped.task})
+    for turn in turns:
+        _, reward, terminated, truncated, info = env.step(turn)
+        if terminated or truncated:
+            return reward, truncated, info
+    raise AssertionError("the episode did not end")
 
 
 def test_transfer_ends_the_episode_and_the_turn_limit_truncates():

@@ -19,7 +19,7 @@ from tool_envs.tiny_models import build_tiny_model_for_env
 # The env's reward plus partial credit for the gold actions made (benchmarks/README.md, tau-retail).
 SHAPED_REWARD = (
     "tool_envs.integrations.trl:env_reward",
-    "tool_envs.integrations.trl:gold_action_share",
+    "tool_envs.integrations.trl:env_progress",
 )
 
 
@@ -83,7 +83,7 @@ def test_sft_on_gold_conversations_then_grpo_steps(tiny_retail, retail_tasks, tm
     records = [json.loads(line) for line in (grpo_dir / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in records if "env/success_rate" in r]
     assert [r["step"] for r in steps] == [1, 2]
-    assert all("rewards/gold_action_share/mean" in r for r in steps), "the shaping term is logged"
+    assert all("rewards/env_progress/mean" in r for r in steps), "the shaping term is logged"
     assert "Held-out greedy success (2 tasks no training step saw)" in out
     summary = json.loads((grpo_dir / "demo_summary.json").read_text())
     assert summary["n_tasks"] == 2 and summary["steps"] == 2

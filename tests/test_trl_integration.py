@@ -182,13 +182,12 @@ def test_reward_info_functions_read_named_sub_rewards():
     assert read(completions=[None] * 4, reward_info=infos) == [2.0, None, None, None]
 
 
-def test_gold_action_share_reads_partial_progress_and_skips_unscored_episodes():
-    from tool_envs.integrations.trl import gold_action_share
+def test_env_progress_reads_the_rollouts_progress_column_and_names_a_missing_one():
+    from tool_envs.integrations.trl import env_progress
 
-    infos = [json.dumps({"gold_action_share": 0.75}), json.dumps({"reason": "turn limit"})]
-    infos.append(json.dumps({"outcome": "void", "reason": "down", "gold_action_share": 1}))
-    assert gold_action_share.__name__ == "gold_action_share"
-    assert gold_action_share(completions=[None] * 3, reward_info=infos) == [0.75, None, None]
+    assert env_progress(completions=[None] * 3, env_progress=[0.75, None, 1]) == [0.75, None, 1.0]
+    with pytest.raises(ValueError, match="env_progress column of make_rollout_func"):
+        env_progress(completions=[None], env_reward=[1.0])
 
 
 GRADER_DOWN_FOR: set[str] = set()  # task ids the flaky calculator's grader cannot score

@@ -115,7 +115,10 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
       ``empty_responses``;
     - ``reward_info``: None until the episode terminates (or is voided), then a dict with at
       least ``reward``, ``reason`` and ``outcome`` (``"success"``, ``"failure"`` or ``"void"``);
-    - after reset: ``task_id`` and ``task_index`` (None for a task given in ``options``).
+    - after reset: ``task_id`` and ``task_index`` (None for a task given in ``options``);
+    - optionally ``progress``: how far the episode has got towards the task, in [0, 1], on every
+      step, so episodes cut short by a limit have one too. For analysis and shaping a training
+      reward (:func:`tool_envs.integrations.trl.env_progress`); never part of the reward.
 
     **Subclasses** implement :meth:`default_tasks`, :meth:`_start_episode` (set up per-task state
     and return the toolset), :meth:`_on_reply` (what happens when the assistant talks to the user)

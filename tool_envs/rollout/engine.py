@@ -168,6 +168,8 @@ class Rollout:
               ``reward_info["reason"]`` says so. Only that episode ends; the batch goes on;
             * ``"void"``: infrastructure failed (env step raised or timed out, a simulated
               user's or judge's API failed, the generation request failed): see ``outcome``.
+        progress: The env's last ``info["progress"]`` (how far the episode got, in [0, 1]),
+            whatever ended it; None when the env reports none.
         policy_texts: Decoded text of each policy turn (what the env received).
         messages: The final conversation.
     """
@@ -184,6 +186,7 @@ class Rollout:
     outcome: str = ""
     turns: int = 0
     stats: dict[str, int] = field(default_factory=dict)
+    progress: float | None = None
     policy_texts: list[str] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
 
@@ -510,6 +513,7 @@ class EpisodeRunner:
             return None
         episode.rollout.turns = info["turn"]
         episode.rollout.stats = info["stats"]
+        episode.rollout.progress = info.get("progress")
         if is_void(info.get("reward_info")):
             episode.end(VOID, 0.0, info["reward_info"])
             return None

@@ -86,10 +86,9 @@ class TauEnv(ToolEnv):
     - ``actions`` (opt-in): every gold action was called with the same name and arguments, so a
       do-nothing agent cannot pass tasks whose gold is read-only.
 
-    Whatever the basis, a terminated episode's ``reward_info["gold_action_share"]`` is the share
-    of the gold actions the agent made: partial progress, for analysis and for shaping a
-    training reward (:func:`tool_envs.integrations.trl.gold_action_share`); it never changes
-    the reward.
+    Whatever the basis, every step's ``info["progress"]`` is the share of the gold actions the
+    agent has made so far: partial progress, for analysis and for shaping a training reward
+    (:func:`tool_envs.integrations.trl.env_progress`); it never changes the reward.
 
     Args:
         tasks: Task rows or a source for :func:`tool_envs.data.load_tasks`; default: the
@@ -194,7 +193,7 @@ class TauEnv(ToolEnv):
         return [user_message(answer)], self._user_stopped
 
     def _step_info(self) -> dict[str, Any]:
-        return {"user_usage": self.user.usage.as_dict()}
+        return {"user_usage": self.user.usage.as_dict(), "progress": self._gold_action_share()}
 
     def _compute_reward(self) -> tuple[float, dict[str, Any]]:
         assert self._db is not None
@@ -214,8 +213,6 @@ class TauEnv(ToolEnv):
             }
             passed.append(all(info["outputs"].values()))
         actions = self._gold_actions_made()
-        if actions:
-            info["gold_action_share"] = sum(actions.values()) / len(actions)
         if "actions" in self.reward_basis:
             info["actions"] = actions
             passed.append(all(actions.values()))
@@ -241,6 +238,11 @@ class TauEnv(ToolEnv):
             user_usage=self.user.usage.as_dict(),
         )
         return reward, info
+
+    def _gold_action_share(self) -> float | None:
+        """Share of the compared gold actions made so far (None: the task has none)."""
+        actions = self._gold_actions_made()
+        return sum(actions.values()) / len(actions) if actions else None
 
     def _gold_actions_made(self) -> dict[str, bool]:
         """Each compared gold action (``name({arguments})``) and whether the agent or the

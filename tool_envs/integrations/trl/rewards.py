@@ -41,11 +41,21 @@ def reward_info_func(key: str) -> Callable[..., list[float | None]]:
     return read
 
 
-gold_action_share = reward_info_func("gold_action_share")
-gold_action_share.__name__ = "gold_action_share"
-gold_action_share.__doc__ = """Partial credit on tau tasks: the share of the gold actions a
-terminated episode made (``reward_info["gold_action_share"]``); None for truncated and void ones.
+def env_progress(
+    completions: list[Any], env_progress: list[float | None] | None = None, **kwargs: Any
+) -> list[float | None]:
+    """How far each rollout got towards its task (the env's ``info["progress"]``, e.g. the share
+    of a tau task's gold actions made), whatever ended it; None for void rollouts and envs that
+    report no progress.
 
-Added to ``env_reward`` with ``reward_weights`` it tells apart the failures of a group (a wrong id
-at the first lookup or at the last action), which a success-only reward scores alike.
-"""
+    Added to ``env_reward`` with ``reward_weights`` it tells apart the failures of a group (a wrong
+    id at the first lookup or at the last action), which a success-only reward scores alike.
+    Episodes cut short by the turn limit keep what they made, so ending a conversation early
+    earns nothing over running out of turns.
+    """
+    if env_progress is None:
+        raise ValueError(
+            "env_progress reads the env_progress column of make_rollout_func's rollouts; "
+            "this trainer's rollouts have none"
+        )
+    return [None if value is None else float(value) for value in env_progress]

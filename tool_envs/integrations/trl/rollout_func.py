@@ -41,8 +41,9 @@ def make_rollout_func(
     Each call plays the batch's task rows in the env named by each row's ``env_id`` (mixed
     datasets work) and returns TRL's required ``prompt_ids``, ``completion_ids`` and ``logprobs``
     plus ``env_mask`` (0 on env tokens) and extra columns for reward functions: ``env_reward``,
-    ``env_success``, ``reward_info`` (JSON), ``env_id``, ``task_id``, ``num_turns``, ``finish``,
-    ``outcome``. The whole completion is capped at the trainer's ``max_completion_length``.
+    ``env_success``, ``env_progress`` (the env's ``info["progress"]``, None if it reports none),
+    ``reward_info`` (JSON), ``env_id``, ``task_id``, ``num_turns``, ``finish``, ``outcome``. The
+    whole completion is capped at the trainer's ``max_completion_length``.
 
     Void episodes (infrastructure failed: an env step raised or timed out, a simulated user's or
     judge's API failed, a generation request failed; see :mod:`tool_envs.core.outcome`) are
@@ -315,6 +316,7 @@ def rollouts_to_batch(
         "env_mask": masks,
         "env_reward": [None if r.void else r.reward for r in rollouts],
         "env_success": [None if r.void else float(r.success) for r in rollouts],
+        "env_progress": [None if r.void else r.progress for r in rollouts],
         "reward_info": [json.dumps(r.reward_info, default=str) for r in rollouts],
         "env_id": [r.env_id for r in rollouts],
         "task_id": [r.task_id for r in rollouts],
