@@ -183,6 +183,7 @@ class TauEnv(ToolEnv):
             self._user_tools.db = self._db
             self._device.calls.clear()
         self._user_stopped = False
+        self._keyed = None  # no call of this episode has an action key yet
         opening = next((m["content"] for m in task["prompt"] if m["role"] == "user"), "")
         self.user.start(self._scenario, opening, self._device)
         return self._tools
@@ -247,8 +248,7 @@ class TauEnv(ToolEnv):
     def _gold_actions_made(self) -> dict[str, bool]:
         """Each compared gold action (``name({arguments})``) and whether the agent or the
         user's device made it, with the same name and arguments."""
-        device_calls = self._device.calls if self._device is not None else []
-        made = {action_key(c.name, c.arguments) for c, _ in [*self._call_log, *device_calls]}
+        made = self._made_action_keys()
         return {
             f"{a.name}({json.dumps(a.arguments, sort_keys=True)})": (
                 action_key(a.name, a.arguments) in made
@@ -256,6 +256,20 @@ class TauEnv(ToolEnv):
             for a in self._spec.actions
             if a.name not in _NOT_COMPARED
         }
+
+    def _made_action_keys(self) -> set[str]:
+        """Action keys of the agent's and the user device's calls so far, extended rather than
+        rebuilt on each step (progress is reported every step; an episode may make hundreds of
+        calls)."""
+        logs = (self._call_log, self._device.calls if self._device is not None else [])
+        seen = getattr(self, "_keyed", None)
+        if seen is None or any(len(log) < count for log, count in zip(logs, seen, strict=True)):
+            self._made_keys: set[str] = set()  # a new episode, or a rolled-back turn
+            seen = (0, 0)
+        for log, count in zip(logs, seen, strict=True):
+            self._made_keys.update(action_key(c.name, c.arguments) for c, _ in log[count:])
+        self._keyed = tuple(len(log) for log in logs)
+        return self._made_keys
 
     def close(self) -> None:
         super().close()
