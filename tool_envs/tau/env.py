@@ -144,6 +144,9 @@ class TauEnv(ToolEnv):
         self._db: Database | None = None
         self._db_seed = 0
         self._spec = TauRewardSpec()
+        self._gold_keys: dict[str, str] = {}  # compared gold action's label -> its action key
+        self._made_keys: set[str] = set()
+        self._keyed: tuple[int, int] | None = None  # call-log lengths _made_keys covers
         self._scenario: UserScenario | None = None
         self._user_stopped = False
 
@@ -175,6 +178,11 @@ class TauEnv(ToolEnv):
 
     def _start_episode(self, task: dict[str, Any]) -> Toolset:
         self._spec = parse_reward_spec(task["reward_spec"])
+        self._gold_keys = {
+            f"{a.name}({json.dumps(a.arguments, sort_keys=True)})": action_key(a.name, a.arguments)
+            for a in self._spec.actions
+            if a.name not in _NOT_COMPARED
+        }
         self._scenario = parse_scenario(task["extra_info"])
         self._db_seed = db_seed_of(task["extra_info"])
         self._db = self.domain.new_database(self._db_seed)
@@ -249,26 +257,20 @@ class TauEnv(ToolEnv):
         """Each compared gold action (``name({arguments})``) and whether the agent or the
         user's device made it, with the same name and arguments."""
         made = self._made_action_keys()
-        return {
-            f"{a.name}({json.dumps(a.arguments, sort_keys=True)})": (
-                action_key(a.name, a.arguments) in made
-            )
-            for a in self._spec.actions
-            if a.name not in _NOT_COMPARED
-        }
+        return {label: key in made for label, key in self._gold_keys.items()}
 
     def _made_action_keys(self) -> set[str]:
         """Action keys of the agent's and the user device's calls so far, extended rather than
         rebuilt on each step (progress is reported every step; an episode may make hundreds of
         calls)."""
         logs = (self._call_log, self._device.calls if self._device is not None else [])
-        seen = getattr(self, "_keyed", None)
+        seen = self._keyed
         if seen is None or any(len(log) < count for log, count in zip(logs, seen, strict=True)):
-            self._made_keys: set[str] = set()  # a new episode, or a rolled-back turn
+            self._made_keys = set()  # a new episode, or a rolled-back turn
             seen = (0, 0)
         for log, count in zip(logs, seen, strict=True):
             self._made_keys.update(action_key(c.name, c.arguments) for c, _ in log[count:])
-        self._keyed = tuple(len(log) for log in logs)
+        self._keyed = (len(logs[0]), len(logs[1]))
         return self._made_keys
 
     def close(self) -> None:
