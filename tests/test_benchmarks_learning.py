@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from itertools import takewhile
 from pathlib import Path
 
 import pytest
@@ -380,20 +381,23 @@ def test_the_stages_that_run_alone_may_use_more_threads(learning):
 
 
 def test_the_placebo_shuffles_every_reward_term_of_a_rollout_together(learning, tmp_path):
-    shaped = "--reward_funcs tool_envs.integrations.trl:env_reward "
-    shaped += "tool_envs.integrations.trl:env_progress --reward_weights 1.0 0.5"
-    arms_flags = ["--arms", "treated", "placebo", "--variant", "shaped"]
-    args = learning.parse_args(["--family", "tau-retail", *arms_flags, "--grpo-args", shaped])
-    _, _, arms = learning.stages(args, learning.FAMILIES["tau-retail"], tmp_path)
-    placebo = arms["placebo"].command
-    start = len(placebo) - 1 - placebo[::-1].index("--reward_funcs")
-    assert placebo[start + 1 : start + 3] == [
+    def placebo_rewards(*flags: str) -> list[str]:
+        args = learning.parse_args(["--family", "tau-retail", "--arms", "placebo", *flags])
+        _, _, arms = learning.stages(args, learning.FAMILIES["tau-retail"], tmp_path)
+        command = arms["placebo"].command
+        start = len(command) - 1 - command[::-1].index("--reward_funcs")
+        return list(takewhile(lambda word: not word.startswith("--"), command[start + 1 :]))
+
+    # The family's config trains on the env's reward plus env_progress: both are shuffled.
+    assert placebo_rewards() == [
         "benchmarks/learning.py:shuffled_env_reward",
         "benchmarks/learning.py:shuffled_env_progress",
     ]
-    default = learning.parse_args(["--family", "tau-retail", "--arms", "placebo"])
-    _, _, arms = learning.stages(default, learning.FAMILIES["tau-retail"], tmp_path)
-    assert last_value(arms["placebo"].command, "--reward_funcs").endswith("shuffled_env_reward")
+    # A variant's --reward_funcs replaces the config's, and so does its placebo.
+    alone = "--reward_funcs tool_envs.integrations.trl:env_reward --reward_weights 1.0"
+    assert placebo_rewards("--variant", "plain", "--grpo-args", alone) == [
+        "benchmarks/learning.py:shuffled_env_reward"
+    ]
 
     shares = [i / 10 for i in range(10)]  # rollout i: reward i, share i / 10
     state = type("State", (), {"global_step": 7})()

@@ -16,12 +16,6 @@ from recipe_helpers import REPO, assert_a_quiet_console, run
 from tool_envs.tau.task_set import write_task_set
 from tool_envs.tiny_models import build_tiny_model_for_env
 
-# The env's reward plus partial credit for the gold actions made (benchmarks/README.md, tau-retail).
-SHAPED_REWARD = (
-    "tool_envs.integrations.trl:env_reward",
-    "tool_envs.integrations.trl:env_progress",
-)
-
 
 @pytest.fixture(scope="module")
 def retail_tasks(tmp_path_factory):
@@ -75,14 +69,13 @@ def test_sft_on_gold_conversations_then_grpo_steps(tiny_retail, retail_tasks, tm
         "--num_generations", 2,
         "--max_tasks", 8,
         "--heldout_tasks", 2,
-        "--reward_funcs", *SHAPED_REWARD,
-        "--reward_weights", 1.0, 0.5,
         with_stderr=True,
     )  # fmt: skip
     assert_a_quiet_console(out, err, steps=2)
     records = [json.loads(line) for line in (grpo_dir / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in records if "env/success_rate" in r]
     assert [r["step"] for r in steps] == [1, 2]
+    # The config adds partial credit for the gold actions made to the env's reward.
     assert all("rewards/env_progress/mean" in r for r in steps), "the shaping term is logged"
     assert "Held-out greedy success (2 tasks no training step saw)" in out
     summary = json.loads((grpo_dir / "demo_summary.json").read_text())
