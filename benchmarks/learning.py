@@ -796,7 +796,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         choices=("transformers", "vllm"),
         help="what plays the greedy held-out episodes: transformers (encodes each turn's whole "
         "context again) or a vLLM server per model on 127.0.0.1 (caches it); every model of a "
-        "run is scored the same way. Default: the family's (tau-retail: vllm, calculator: "
+        "run is scored the same way, and the SFT stop checks play on the same kind (vllm: an "
+        "engine in the SFT process). Default: the family's (tau-retail: vllm, calculator: "
         "transformers)",
     )
     parser.add_argument(
@@ -886,6 +887,7 @@ def stages(
     sft_flags = ["--model_name_or_path", str(model_dir), "--output_dir", str(sft_dir)]
     sft_flags += task_flags
     sft_flags += ["--stop_at_success", "0.3", "--seed", str(args.seed)]
+    sft_flags += ["--eval_backend", args.eval_backend]  # the stop checks play as the scoring does
     device_flags = ["--use_cpu", "false"] if args.device == "cuda" else []
     sft_flags += [*device_flags, *shlex.split(args.sft_args)]
     if args.quick:

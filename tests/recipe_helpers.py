@@ -34,11 +34,15 @@ def load_recipe(name: str):
     return module
 
 
-def run(script, *args, timeout=300, with_stderr=False, exit_code=0, cwd=REPO):
-    """``python recipes/SCRIPT ARGS`` in a subprocess; returns stdout (and stderr)."""
+def run(script, *args, timeout=300, with_stderr=False, exit_code=0, cwd=REPO, env=None):
+    """``python recipes/SCRIPT ARGS`` in a subprocess (``env``: variables added to this
+    process's); returns stdout (and stderr)."""
     # No TRL_EXPERIMENTAL_SILENCE here: the recipes set it themselves, as a user runs them.
     command = [sys.executable, str(REPO / "recipes" / script), *map(str, args)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    environ = {**os.environ, **(env or {})}
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=environ
+    )
     assert result.returncode == exit_code, result.stdout[-3000:] + result.stderr[-3000:]
     return (result.stdout, result.stderr) if with_stderr else result.stdout
 

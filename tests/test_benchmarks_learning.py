@@ -164,11 +164,14 @@ def test_a_warm_start_without_a_stage_marker_is_scored_once(learning, tmp_path):
     assert learning.model_key(tmp_path / "empty") is None
 
 
-def test_each_family_names_its_scoring_backend_and_steps(learning):
+def test_each_family_names_its_scoring_backend_and_steps(learning, tmp_path):
     tau = learning.parse_args(["--family", "tau-retail"])
     calculator = learning.parse_args(["--family", "calculator"])
     assert (tau.eval_backend, tau.grpo_steps) == ("vllm", 100)
     assert (calculator.eval_backend, calculator.grpo_steps) == ("transformers", 300)
+    for args in (tau, calculator):  # the SFT stop checks play on the scoring's kind of engine
+        _, sft, _ = learning.stages(args, learning.FAMILIES[args.family], tmp_path)
+        assert last_value(sft.command, "--eval_backend") == args.eval_backend
     chosen = ["--family", "tau-retail", "--eval-backend", "transformers", "--grpo-steps", "64"]
     assert (
         vars(learning.parse_args(chosen)).items()

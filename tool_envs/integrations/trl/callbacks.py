@@ -429,17 +429,22 @@ class EnvSuccessCallback(TrainerCallback):
         due = step % self.every_steps == 0 if self._next_check is None else step >= self._next_check
         if model is None or not due:
             return
+        started = time.perf_counter()
         success = self.evaluator.success(model)
+        seconds = time.perf_counter() - started
         self.history.append((step, success))
         self._current, self._current_at = (step, success), step
-        print(f"step {step}: greedy success on {len(self.tasks)} tasks = {success:.2f}")
+        print(
+            f"step {step}: greedy success on {len(self.tasks)} tasks = {success:.2f} "
+            f"({seconds:.0f} s)"
+        )
         gold = None
         if self.gold_probe is not None:
             scores = self.gold_probe(model)
             gold = scores.as_dict()
             self.gold_history.append((step, gold))
             print(f"step {step}: teacher-forced on the gold: {scores.summary()}")
-        self._record_check(args, step, success, gold)
+        self._record_check(args, step, success, gold, seconds)
         if self.stop_at is not None and success < self.stop_at:
             if self._snapshot is not None:
                 self._snapshot.save(model, (step, success))
@@ -451,7 +456,7 @@ class EnvSuccessCallback(TrainerCallback):
         self._next_check = step + self.every_steps_near if self._near() else None
 
     def _record_check(
-        self, args: Any, step: int, success: float, gold: dict[str, Any] | None
+        self, args: Any, step: int, success: float, gold: dict[str, Any] | None, seconds: float
     ) -> None:
         """Where the failed check episodes left their gold: one line printed, and every
         departure appended to ``OUTPUT_DIR/greedy_checks.jsonl`` (main process only), with the
@@ -464,7 +469,8 @@ class EnvSuccessCallback(TrainerCallback):
         if args.output_dir and getattr(args, "process_index", 0) == 0:
             path = Path(args.output_dir, "greedy_checks.jsonl")
             path.parent.mkdir(parents=True, exist_ok=True)
-            record = {"step": step, "success": success, "departures": [d.as_dict() for d in found]}
+            record = {"step": step, "success": success, "seconds": round(seconds, 2)}
+            record["departures"] = [d.as_dict() for d in found]
             if gold is not None:
                 record["gold"] = gold
             with path.open("a", encoding="utf-8") as file:
