@@ -15,8 +15,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tool_envs.eval.heldout import HeldoutEvaluator, play_greedily, successes
-from tool_envs.rollout.engine import RolloutConfig
+from tool_envs.eval.heldout import HeldoutEvaluator, play_greedily
+from tool_envs.rollout.engine import Rollout, RolloutConfig
 
 __all__ = ["ColocatedVLLMEvaluator"]
 
@@ -59,20 +59,15 @@ class ColocatedVLLMEvaluator(HeldoutEvaluator):
         self.engine_overrides = dict(engine_overrides or {})
         self.llm: Any = None
 
-    def outcomes(self, model: Any, which: str | None = None) -> list[int]:
-        """Per-task greedy outcomes of ``model``'s current weights, played on the engine."""
+    def play(self, model: Any) -> list[Rollout]:
+        """Greedy episodes of ``model``'s current weights, played on the engine."""
         from tool_envs.rollout.backends.vllm.colocate import VLLMColocateBackend
         from tool_envs.rollout.backends.vllm.weight_sync import reload_colocated
 
-        if which:
-            print(f"held-out: scoring {which} greedily on {len(self.tasks)} tasks", flush=True)
         weights = _full_weights(model)
         llm = self._engine(model)
         reload_colocated(llm, weights)
-        self.last_rollouts = play_greedily(
-            VLLMColocateBackend(llm), self.tokenizer, self.tasks, self.config
-        )
-        return successes(self.last_rollouts)
+        return play_greedily(VLLMColocateBackend(llm), self.tokenizer, self.tasks, self.config)
 
     def _engine(self, model: Any) -> Any:
         """The engine, built at the first check (after the trainer set itself up)."""

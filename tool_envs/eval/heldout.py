@@ -120,8 +120,13 @@ class HeldoutEvaluator:
         """Per-task greedy outcomes of ``model``; with ``which``, says what is being scored."""
         if which:
             print(f"held-out: scoring {which} greedily on {len(self.tasks)} tasks", flush=True)
-        self.last_rollouts = greedy_rollouts(model, self.tokenizer, self.tasks, self.config)
+        self.last_rollouts = self.play(model)
         return successes(self.last_rollouts)
+
+    def play(self, model: Any) -> list[Rollout]:
+        """``model``'s greedy episodes of the tasks, in order (here through transformers; a
+        subclass may play them on another engine given the model's weights)."""
+        return greedy_rollouts(model, self.tokenizer, self.tasks, self.config)
 
     def outcomes_of(self, backend: GenerationBackend) -> list[int]:
         """Per-task greedy outcomes of the model ``backend`` generates with (a vLLM server, say)."""
