@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from recipe_helpers import REPO, run, run_here
-from vllm_helpers import build_vllm_tiny_model, vllm_test
+from vllm_helpers import build_vllm_tiny_model, requires_vllm
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +52,9 @@ def checks(out: Path) -> list[dict]:
     return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in lines]
 
 
-@pytest.mark.parametrize("_", [pytest.param(None, marks=vllm_test)])
-def test_checks_on_vllm_score_each_steps_weights_as_transformers_does(calculator, tmp_path, _):
+@pytest.mark.vllm
+@requires_vllm
+def test_checks_on_vllm_score_each_steps_weights_as_transformers_does(calculator, tmp_path):
     model, tasks = calculator
     # One thread each: at torch's default (two) these two runs took 157 s instead of 32 s on a
     # 2-core machine whose other core was busy, as it is under pytest's two workers.
