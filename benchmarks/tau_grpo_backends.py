@@ -1,6 +1,7 @@
 """GRPO steps on tau-retail: transformers generation against vLLM colocate (issue 32).
 
     python benchmarks/tau_grpo_backends.py --model PATH [--steps 5] [--threads 2] [--out DIR]
+        [--arms NAME ...]
 
 A tau-retail episode is a conversation of several policy turns over a ~745-token prompt (the
 compact policy and the tool line), and every turn's context is the whole conversation so far.
@@ -10,7 +11,10 @@ shares the prompt's prefix between episodes (prefix caching). This runs the same
 through ``recipes/train_grpo.py`` with ``recipes/configs/tau_retail_cpu_grpo.yaml`` (16 episodes
 a step, 2 tasks x 8 generations) three ways: the transformers backend (the baseline), vLLM
 colocate, and vLLM colocate without TRL's importance-sampling correction (by default TRL scores
-every vLLM-sampled sequence with the policy once more before the update). It prints a table:
+every vLLM-sampled sequence with the policy once more before the update); and the transformers
+backend without gradient checkpointing (TRL 1.16's ``GRPOConfig`` turns it on by default; the
+tiny model's activations are small, so recomputing them in the backward pass buys nothing),
+whose final weights are compared bit for bit with the baseline's. It prints a table:
 the first step, then medians over the later steps of the step time and its two parts, playing
 the episodes (``rollout/seconds``: generation and env steps) and the rest (training), with the
 turns and policy tokens the episodes had.
@@ -34,7 +38,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from learning import FAMILIES, Stage, run_stage
+from learning import FAMILIES, Stage, run_stage, same_weights
 
 CONFIG = FAMILIES["tau-retail"].grpo_config
 VLLM_FLAGS = (
@@ -43,6 +47,21 @@ VLLM_FLAGS = (
     "--vllm_gpu_memory_utilization", "0.1",  # on a CPU: the share of RAM vLLM reserves
     "--vllm_max_model_length", "4096",  # the prompt and the config's 3,072-token episode
 )  # fmt: skip
+
+
+BASELINE = "transformers"
+NO_CHECKPOINTING = "transformers, no gradient checkpointing"
+# TRL (1.16) scores every vLLM-sampled sequence with the policy once more before the update, to
+# correct for the two engines' mismatch (vllm_importance_sampling_correction, on by default): a
+# forward pass the transformers arm does not need. The "no IS correction" arm leaves it out.
+ARMS = {
+    BASELINE: (),
+    NO_CHECKPOINTING: ("--gradient_checkpointing", "false"),
+    "vLLM colocate": VLLM_FLAGS,
+    "vLLM colocate, no IS correction": (
+        *VLLM_FLAGS, "--vllm_importance_sampling_correction", "false"
+    ),
+}  # fmt: skip
 
 
 def arm_stage(name: str, model: Path, tasks: Path, out: Path, steps: int, flags: tuple) -> Stage:
@@ -91,6 +110,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5, help="GRPO steps per arm")
     parser.add_argument("--threads", type=int, default=2, help="torch / OpenMP threads per arm")
     parser.add_argument("--out", type=Path, help="where the arms write (default: a temp folder)")
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=ARMS, help="arms to run")
     args = parser.parse_args()
     if not (args.model / "config.json").is_file():
         parser.error(f"--model {args.model}: no config.json there (a saved model folder?)")
@@ -102,23 +122,18 @@ def main() -> None:
     tasks = FAMILIES["tau-retail"].write_tasks(
         out / "tasks", {"train": 512, "test": 8, "heldout": 8}
     )
-    # TRL (1.16) scores every vLLM-sampled sequence with the policy once more before the update,
-    # to correct for the two engines' mismatch (vllm_importance_sampling_correction, on by
-    # default): a forward pass the transformers arm does not need. The third arm leaves it out.
-    no_correction = ("--vllm_importance_sampling_correction", "false")
-    arms = {
-        "transformers": (),
-        "vLLM colocate": VLLM_FLAGS,
-        "vLLM colocate, no IS correction": (*VLLM_FLAGS, *no_correction),
-    }
-    rows = []
-    for name, flags in arms.items():
+    rows, folders = [], {}
+    for name in args.arms:
         folder = name.replace(",", "").replace(" ", "-").lower()
-        stage = arm_stage(folder, args.model.resolve(), tasks, out, args.steps, flags)
+        stage = arm_stage(folder, args.model.resolve(), tasks, out, args.steps, ARMS[name])
         wall, _ = run_stage(stage, args.threads, reuse=False, logs=out)
         rows.append(summarize(name, step_records(stage.folder), wall))
+        folders[name] = stage.folder
     print(f"\n{args.steps} GRPO steps an arm, 16 episodes a step, {args.threads} threads; {out}")
     print_table(rows)
+    if BASELINE in folders and NO_CHECKPOINTING in folders:
+        same = same_weights(folders[BASELINE], folders[NO_CHECKPOINTING])
+        print(f"{NO_CHECKPOINTING}: final weights bit-identical to {BASELINE}'s: {same}")
 
 
 if __name__ == "__main__":
