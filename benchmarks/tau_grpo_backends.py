@@ -9,7 +9,7 @@ The transformers backend encodes that context again at each turn; vLLM colocate 
 an in-process engine as in TRL's colocate mode) keeps its KV cache across an episode's turns and
 shares the prompt's prefix between episodes (prefix caching). This runs the same GRPO steps
 through ``recipes/train_grpo.py`` with ``recipes/configs/tau_retail_cpu_grpo.yaml`` (16 episodes
-a step, 2 tasks x 8 generations) three ways: the transformers backend (the baseline), vLLM
+a step, 2 tasks x 8 generations) four ways: the transformers backend (the baseline), vLLM
 colocate, and vLLM colocate without TRL's importance-sampling correction (by default TRL scores
 every vLLM-sampled sequence with the policy once more before the update); and the transformers
 backend without gradient checkpointing (TRL 1.16's ``GRPOConfig`` turns it on by default; the
@@ -110,7 +110,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5, help="GRPO steps per arm")
     parser.add_argument("--threads", type=int, default=2, help="torch / OpenMP threads per arm")
     parser.add_argument("--out", type=Path, help="where the arms write (default: a temp folder)")
-    parser.add_argument("--arms", nargs="+", choices=ARMS, default=ARMS, help="arms to run")
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS), help="arms to run")
     args = parser.parse_args()
     if not (args.model / "config.json").is_file():
         parser.error(f"--model {args.model}: no config.json there (a saved model folder?)")
