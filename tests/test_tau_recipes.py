@@ -46,7 +46,8 @@ def test_sft_on_gold_conversations_then_grpo_steps(tiny_retail, retail_tasks, tm
         "--logging_steps", 1,
         "--eval_every", 2,
         "--eval_tasks", 2,
-        "--per_device_train_batch_size", 2,
+        "--per_device_train_batch_size", 1,  # the config's micro-batches of one, accumulated
+        "--gradient_accumulation_steps", 2,
         with_stderr=True,
         exit_code=1,  # 2 steps cannot reach the config's stop_at_success: said, not hidden
     )  # fmt: skip

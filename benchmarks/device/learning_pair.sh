@@ -20,7 +20,7 @@ source "$(dirname "$0")/common.sh"
 start=$(date +%s)
 device_setup
 echo "setup $(( $(date +%s) - start )) s"
-sft="${SFT_ARGS:---max_steps 2400 --eval_every 200 --eval_every_near 50 --eval_tasks 40 --per_device_train_batch_size 16 --max_tasks 6000 --gold_workers 6}"
+sft="${SFT_ARGS:---max_steps 2400 --eval_every 200 --eval_every_near 50 --eval_tasks 40 --per_device_train_batch_size 16 --gradient_accumulation_steps 1 --max_tasks 6000 --gold_workers 6}"
 for variant in ${VARIANTS:-a b}; do
   args_name="${variant^^}_ARGS" tiny_name="${variant^^}_TINY"
   default_args=$([ "$variant" = b ] && echo "--loss_on transcript" || echo "--loss_on policy")

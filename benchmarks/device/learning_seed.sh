@@ -20,7 +20,7 @@ timeout "${BUDGET:-470}" python3 benchmarks/learning.py --family "${FAMILY:-tau-
   --eval-backend transformers \
   ${WARM_START:+--warm-start "$WARM_START"} \
   --grpo-steps "${GRPO_STEPS:-40}" --eval-tasks "${EVAL_TASKS:-100}" --tiny-args "${TINY_ARGS:-}" \
-  --sft-args "${SFT_ARGS:---max_steps 2400 --eval_every 200 --eval_every_near 50 --eval_tasks 40 --per_device_train_batch_size 16 --max_tasks 6000 --gold_workers 12}" \
+  --sft-args "${SFT_ARGS:---max_steps 2400 --eval_every 200 --eval_every_near 50 --eval_tasks 40 --per_device_train_batch_size 16 --gradient_accumulation_steps 1 --max_tasks 6000 --gold_workers 12}" \
   > "$OUT/learning.log" 2>&1
 echo "learning.py exit $? after $(( $(date +%s) - start )) s"
 pack_run /tmp/learn "$OUT/learn.tgz"

@@ -32,7 +32,8 @@ timeout "${BUDGET:-230}" python3 recipes/train_sft.py --config recipes/configs/t
   --model_name_or_path "$MODEL" --tasks "$TASKS" --output_dir /tmp/sft-leg --use_cpu "$use_cpu" \
   --max_steps "${STEPS:-800}" --eval_every "${EVAL_EVERY:-200}" --eval_every_near "${EVAL_EVERY:-200}" \
   --eval_tasks "${EVAL_TASKS:-40}" --per_device_train_batch_size "${BATCH:-16}" \
-  --max_tasks "${MAX_TASKS:-8000}" --gold_workers 8 --stop_at_success "${STOP_AT:-0.3}" > "$OUT/sft.log" 2>&1
+  --gradient_accumulation_steps 1 --max_tasks "${MAX_TASKS:-8000}" --gold_workers 8 \
+  --stop_at_success "${STOP_AT:-0.3}" > "$OUT/sft.log" 2>&1
 echo "train_sft.py exit $? after $(( $(date +%s) - start )) s (1: the stop target not reached)"
 cp /tmp/sft-leg/greedy_checks.jsonl /tmp/sft-leg/metrics.jsonl "$OUT/" 2>/dev/null
 (cd /tmp/sft-leg && tar czf "$OUT/model.tgz" --exclude='*.jsonl' .)
