@@ -9,12 +9,14 @@ The transformers backend encodes that context again at each turn; vLLM colocate 
 an in-process engine as in TRL's colocate mode) keeps its KV cache across an episode's turns and
 shares the prompt's prefix between episodes (prefix caching). This runs the same GRPO steps
 through ``recipes/train_grpo.py`` with ``recipes/configs/tau_retail_cpu_grpo.yaml`` (16 episodes
-a step, 2 tasks x 8 generations) four ways: the transformers backend (the baseline), vLLM
+a step, 2 tasks x 8 generations) five ways: the transformers backend (the baseline), vLLM
 colocate, and vLLM colocate without TRL's importance-sampling correction (by default TRL scores
 every vLLM-sampled sequence with the policy once more before the update); and the transformers
 backend without gradient checkpointing (TRL 1.16's ``GRPOConfig`` turns it on by default; the
 tiny model's activations are small, so recomputing them in the backward pass buys nothing),
-whose final weights are compared bit for bit with the baseline's. It prints a table:
+whose final weights are compared bit for bit with the baseline's; and the transformers backend
+with ``--unpadded_scoring true`` (log-probs scored one episode at a time, padding cut off:
+:mod:`tool_envs.integrations.trl.unpadded`). It prints a table:
 the first step, then medians over the later steps of the step time and its two parts, playing
 the episodes (``rollout/seconds``: generation and env steps) and the rest (training), with the
 turns and policy tokens the episodes had.
@@ -51,12 +53,14 @@ VLLM_FLAGS = (
 
 BASELINE = "transformers"
 NO_CHECKPOINTING = "transformers, no gradient checkpointing"
+UNPADDED = "transformers, unpadded scoring"
 # TRL (1.16) scores every vLLM-sampled sequence with the policy once more before the update, to
 # correct for the two engines' mismatch (vllm_importance_sampling_correction, on by default): a
 # forward pass the transformers arm does not need. The "no IS correction" arm leaves it out.
 ARMS = {
     BASELINE: (),
     NO_CHECKPOINTING: ("--gradient_checkpointing", "false"),
+    UNPADDED: ("--unpadded_scoring", "true"),
     "vLLM colocate": VLLM_FLAGS,
     "vLLM colocate, no IS correction": (
         *VLLM_FLAGS, "--vllm_importance_sampling_correction", "false"

@@ -63,6 +63,13 @@ class EnvArguments(EpisodeArguments):
         default=None,
         metadata={"help": "http sync: folder the vLLM server can read (default: a temp dir)."},
     )
+    unpadded_scoring: bool = field(
+        default=False,
+        metadata={
+            "help": "Score log-probs one sequence at a time, padding cut off: on a CPU a padded "
+            "batch takes the slow attention kernel (tool_envs.integrations.trl.unpadded)."
+        },
+    )
     heldout_split: str | None = field(
         default=None,
         metadata={
@@ -150,6 +157,7 @@ def train(
         callbacks=[MetricsFile(metrics_path, resume_from_checkpoint=resume)],
         vllm_weight_sync=env_args.vllm_weight_sync,
         vllm_sync_dir=env_args.vllm_sync_dir,
+        unpadded_scoring=env_args.unpadded_scoring,
     )
     one_line_logs(trainer)
     main_process = trainer.accelerator.is_main_process
