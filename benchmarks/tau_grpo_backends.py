@@ -15,8 +15,9 @@ every vLLM-sampled sequence with the policy once more before the update); and th
 backend without gradient checkpointing (TRL 1.16's ``GRPOConfig`` turns it on by default; the
 tiny model's activations are small, so recomputing them in the backward pass buys nothing),
 whose final weights are compared bit for bit with the baseline's; and the transformers backend
-with ``--unpadded_scoring true`` (log-probs scored one episode at a time, padding cut off:
-:mod:`tool_envs.integrations.trl.unpadded`). It prints a table:
+with ``--unpadded_scoring false``: TRL's scoring of the padded batch, where the config scores
+one episode at a time with its padding cut off (:mod:`tool_envs.integrations.trl.unpadded`).
+It prints a table:
 the first step, then medians over the later steps of the step time and its two parts, playing
 the episodes (``rollout/seconds``: generation and env steps) and the rest (training), with the
 turns and policy tokens the episodes had.
@@ -53,14 +54,14 @@ VLLM_FLAGS = (
 
 BASELINE = "transformers"
 NO_CHECKPOINTING = "transformers, no gradient checkpointing"
-UNPADDED = "transformers, unpadded scoring"
+PADDED = "transformers, padded scoring"
 # TRL (1.16) scores every vLLM-sampled sequence with the policy once more before the update, to
 # correct for the two engines' mismatch (vllm_importance_sampling_correction, on by default): a
 # forward pass the transformers arm does not need. The "no IS correction" arm leaves it out.
 ARMS = {
     BASELINE: (),
     NO_CHECKPOINTING: ("--gradient_checkpointing", "false"),
-    UNPADDED: ("--unpadded_scoring", "true"),
+    PADDED: ("--unpadded_scoring", "false"),
     "vLLM colocate": VLLM_FLAGS,
     "vLLM colocate, no IS correction": (
         *VLLM_FLAGS, "--vllm_importance_sampling_correction", "false"
