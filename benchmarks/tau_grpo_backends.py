@@ -17,10 +17,9 @@ tiny model's activations are small, so recomputing them in the backward pass buy
 whose final weights are compared bit for bit with the baseline's; and the transformers backend
 with ``--unpadded_scoring false``: TRL's scoring of the padded batch, where the config scores
 one episode at a time with its padding cut off (:mod:`tool_envs.integrations.trl.unpadded`).
-It prints a table:
-the first step, then medians over the later steps of the step time and its two parts, playing
-the episodes (``rollout/seconds``: generation and env steps) and the rest (training), with the
-turns and policy tokens the episodes had.
+It prints a table: the first step, then medians over the later steps of the step time and its
+two parts, playing the episodes (``rollout/seconds``: generation and env steps) and the rest
+(training), with the turns and policy tokens the episodes had.
 
 ``--model`` must be a policy that plays multi-turn conversations: a random or barely trained
 model ends its episodes after one turn, and then neither backend sees the contexts that prefix

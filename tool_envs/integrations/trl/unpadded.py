@@ -44,12 +44,12 @@ def score_rows_unpadded(
             f"{tuple(attention_mask.shape)} must be the same (batch, length) shape"
         )
     length = input_ids.size(1)
-    logps_rows: list[torch.Tensor] = []
+    logps_rows: list[torch.Tensor | None] = []
     entropy_rows: list[torch.Tensor | None] = []
     for ids, mask in zip(input_ids, attention_mask, strict=True):
         kept = mask.nonzero().flatten()
         if len(kept) == 0 or int(kept[-1]) < length - logits_to_keep:  # no completion token
-            logps_rows.append(input_ids.new_zeros(logits_to_keep, dtype=torch.float32))
+            logps_rows.append(None)
             entropy_rows.append(None)
             continue
         start = min(int(kept[0]), length - logits_to_keep - 1)  # keep a token before the completion
@@ -60,10 +60,9 @@ def score_rows_unpadded(
         )
         logps_rows.append(F.pad(row_logps[0], (0, cut)))
         entropy_rows.append(None if row_entropies is None else F.pad(row_entropies[0], (0, cut)))
-    dtype = next((row.dtype for row in logps_rows if row.requires_grad), logps_rows[0].dtype)
-    logps = torch.stack([row.to(dtype) for row in logps_rows])
+    scored = next((row for row in logps_rows if row is not None), None)
+    zeros = torch.zeros(logits_to_keep) if scored is None else scored.new_zeros(logits_to_keep)
+    logps = torch.stack([zeros if row is None else row for row in logps_rows])
     if all(row is None for row in entropy_rows):
         return logps, None
-    zeros = logps_rows[0].new_zeros(logits_to_keep)
-    entropies = [zeros if row is None else row for row in entropy_rows]
-    return logps, torch.stack([row.to(dtype) for row in entropies])
+    return logps, torch.stack([zeros if row is None else row for row in entropy_rows])
