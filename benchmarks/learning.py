@@ -32,8 +32,11 @@ generated databases, compact prompt, held-out customers whose accounts and order
 task uses); its goal adds a treated gain of at least 10 points over its own SFT start.
 
 Not part of CI: a Calculator seed takes ~10-13 minutes on 2 CPU cores (the arms run at once), a
-tau-retail seed hours (benchmarks/README.md). ``--eval-backend`` picks what plays the greedy
-held-out episodes (tau-retail's default: a vLLM server per model). ``--quick`` is
+tau-retail seed about an hour (benchmarks/README.md). ``--eval-backend`` picks what plays the
+greedy held-out episodes (tau-retail's default: a vLLM server per model), ``--grpo-backend``
+what plays the arms' episodes (tau-retail's default: TRL's colocated vLLM engine), and
+``--base`` lets seeds share one tiny model built earlier, as fine-tuning runs share a
+pretrained model. ``--quick`` is
 a smoke run of the plumbing (a few steps; no verdict). ``--reuse`` skips stages whose output
 folder already holds the same command's finished result, and resumes the SFT or a GRPO arm that
 a killed run left unfinished from its last checkpoint (``--sft-checkpoint-every``,
@@ -159,7 +162,9 @@ class Family(NamedTuple):
     ``min_gain``: the treated arm's least held-out gain over its own SFT start (0: none asked).
     ``customers``: the accounts a task is about (None: its tasks have none), so that a warm start
     trained on another task set is not scored on its own customers.
-    ``eval_backend``, ``grpo_steps``: the defaults of ``--eval-backend`` and ``--grpo-steps``.
+    ``eval_backend``, ``grpo_backend``, ``grpo_steps``: the defaults of ``--eval-backend``,
+    ``--grpo-backend`` and ``--grpo-steps``. ``vllm_max_model_length``: the context of the GRPO
+    arms' colocated vLLM engine (prompt plus the whole episode budget).
     """
 
     env_id: str
@@ -173,7 +178,9 @@ class Family(NamedTuple):
     min_gain: float
     customers: Callable[[Mapping[str, Any]], set[str]] | None = None
     eval_backend: str = "transformers"
+    grpo_backend: str = "transformers"
     grpo_steps: int = 300
+    vllm_max_model_length: int = 1024
 
 
 def _calculator_tasks(folder: Path, sizes: Mapping[str, int]) -> Path:
@@ -253,8 +260,14 @@ FAMILIES = {
         # A vLLM server scored 159 held-out episodes of ~8 turns in 84 s against 747 s, with the
         # same outcome on every task (benchmarks/README.md).
         eval_backend="vllm",
-        # ~70 s a step per arm on one core: 100 steps are the most measured (benchmarks/README).
+        # The episodes played by a colocated engine that caches the shared prompt: a step's
+        # playing took 2.5 s against 19.4 s on one thread, with the same gain shown (seed 4's
+        # start; benchmarks/README.md, tau-retail family).
+        grpo_backend="vllm",
+        # Treated's gain was there by step 50 on seeds 4 and 8 only (seed 5: +3.5 points at
+        # 50, +10.5 at 100), so 100 steps stay.
         grpo_steps=100,
+        vllm_max_model_length=4096,  # the tiny model's context: ~1,000 prompt + 3,072 episode
     ),
 }
 
@@ -801,6 +814,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "transformers)",
     )
     parser.add_argument(
+        "--grpo-backend",
+        choices=("transformers", "vllm"),
+        help="what plays the GRPO arms' episodes: transformers, or a vLLM engine colocated in "
+        "each arm's process (TRL's colocate mode; keeps the shared prompt in its cache). "
+        "Default: the family's (tau-retail: vllm, calculator: transformers)",
+    )
+    parser.add_argument(
+        "--base",
+        type=Path,
+        default=None,
+        help="a tiny model built earlier (e.g. another seed's tiny-model folder) for SFT to start "
+        "from, instead of building one: seeds then share one base, as fine-tuning runs share a "
+        "pretrained model, and its build is not part of this run's time",
+    )
+    parser.add_argument(
         "--device",
         choices=("cpu", "cuda"),
         default="cpu",
@@ -836,6 +864,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             parser.error(
                 f"--warm-start-tasks {args.warm_start_tasks}: no task set there (no data/*.jsonl)"
             )
+    if args.base is not None:
+        if args.warm_start is not None:
+            parser.error("--base is what SFT starts from; --warm-start skips SFT: pass one")
+        if args.tiny_args:
+            parser.error("--tiny-args builds a tiny model; --base uses one built earlier")
+        args.base = args.base.resolve()
+        if not (args.base / "config.json").is_file():
+            parser.error(f"--base {args.base}: no model folder (no config.json) there")
     if args.warm_start is not None:
         args.warm_start = args.warm_start.resolve()
         if not (args.warm_start / "config.json").is_file():
@@ -850,6 +886,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         )
     args.sft_threads = args.sft_threads or args.threads
     args.eval_backend = args.eval_backend or FAMILIES[args.family].eval_backend
+    args.grpo_backend = args.grpo_backend or FAMILIES[args.family].grpo_backend
     if args.grpo_steps is None:
         args.grpo_steps = FAMILIES[args.family].grpo_steps
     return args
@@ -869,7 +906,7 @@ def stages(
 ) -> tuple[Stage, Stage, dict[str, Stage]]:
     """The tiny-model, SFT and GRPO-arm subprocesses, with every setting on the command line."""
     python = sys.executable
-    model_dir = out / "tiny-model"
+    model_dir = args.base or out / "tiny-model"
     sft_dir = args.warm_start or out / "sft"
     tiny_flags = ["--env", family.env_id, "--out", str(model_dir), "--layers", "4"]
     tiny_flags += ["--hidden", "128", *family.tiny_flags]
@@ -889,6 +926,7 @@ def stages(
     sft_flags += ["--stop_at_success", "0.3", "--seed", str(args.seed)]
     sft_flags += ["--eval_backend", args.eval_backend]  # the stop checks play as the scoring does
     device_flags = ["--use_cpu", "false"] if args.device == "cuda" else []
+    backend_flags = [] if args.grpo_backend == "transformers" else vllm_colocate_flags(family)
     sft_flags += [*device_flags, *shlex.split(args.sft_args)]
     if args.quick:
         # Plumbing only: a target of 0 is met at the first check, so the run goes on to GRPO.
@@ -915,7 +953,7 @@ def stages(
         flags = ["--model_name_or_path", str(sft_dir), "--output_dir", str(folder)]
         flags += ["--max_steps", str(steps), "--seed", str(args.seed), *task_flags]
         flags += ["--heldout_split", ""]  # scored here instead, per task, against every arm
-        flags += [*device_flags, *shlex.split(args.grpo_args), *arm_flags[arm]]
+        flags += [*device_flags, *backend_flags, *shlex.split(args.grpo_args), *arm_flags[arm]]
         arms[arm] = Stage(
             folder.name,
             [python, "recipes/train_grpo.py", "--config", str(family.grpo_config), *flags],
@@ -924,6 +962,14 @@ def stages(
             checkpoint_flags(args.checkpoint_every),
         )
     return tiny, sft, arms
+
+
+def vllm_colocate_flags(family: Family) -> list[str]:
+    """The GRPO recipe's flags for TRL's colocate mode: an in-process vLLM engine plays the
+    episodes (on a CPU, ``gpu_memory_utilization`` is the share of RAM it reserves)."""
+    flags = ["--use_vllm", "true", "--vllm_mode", "colocate"]
+    flags += ["--vllm_gpu_memory_utilization", "0.1"]
+    return [*flags, "--vllm_max_model_length", str(family.vllm_max_model_length)]
 
 
 def grpo_steps(args: argparse.Namespace) -> int:
@@ -992,6 +1038,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.warm_start is not None:
         print(f"[sft] warm start {args.warm_start}: trained elsewhere, no tiny-model or SFT stage")
         reused = args.reuse
+    elif args.base is not None:
+        print(f"[tiny-model] base {args.base}: built earlier, not part of this run's time")
+        reused = args.reuse
     else:
         timings["tiny model"], reused = run_stage(tiny, args.sft_threads, args.reuse, logs)
     try:
@@ -1038,17 +1087,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(f"before GRPO: held-out greedy success {sum(before)}/{count}", flush=True)
     after: dict[str, list[int]] = {}
-    start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=args.parallel) as pool:  # each arm is a subprocess
-        running = {
-            arm: pool.submit(run_stage, stage, args.threads, args.reuse and reused, logs, device)
-            for arm, stage in arms.items()
-        }
-        for arm, future in running.items():
-            timings[f"GRPO {arm}"], _ = future.result()
-    timings["GRPO arms (wall)"] = time.perf_counter() - start
-    for arm, stage in arms.items():
-        after[arm], timings[f"eval {arm}"] = evaluate_cached(
+
+    def train_and_score(stage: Stage) -> tuple[float, list[int], float]:
+        """An arm's GRPO, then its held-out score, while the slower arms still train."""
+        seconds, _ = run_stage(stage, args.threads, args.reuse and reused, logs, device)
+        outcome, scored = evaluate_cached(
             family,
             stage.folder.name,
             stage.folder,
@@ -1058,15 +1101,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             device,
             args.eval_backend,
         )
-        print(f"{arm}: held-out greedy success {sum(after[arm])}/{count}", flush=True)
+        print(f"{stage.name}: held-out greedy success {sum(outcome)}/{count}", flush=True)
+        return seconds, outcome, scored
+
+    start = time.perf_counter()
+    arm_seconds: dict[str, float] = {}
+    eval_seconds: dict[str, float] = {}
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool:  # each arm is a subprocess
+        running = {arm: pool.submit(train_and_score, stage) for arm, stage in arms.items()}
+        for arm, future in running.items():
+            arm_seconds[arm], after[arm], eval_seconds[arm] = future.result()
+    timings["GRPO arms, scored (wall)"] = time.perf_counter() - start
     if "zero-lr" not in arms and "treated" in arms and not args.quick:
         # Not trained: lr 0 leaves the SFT weights bit-identical (checked whenever it runs), so
         # its final model IS the SFT checkpoint, already scored. Its compute goes to the others.
         after["zero-lr"] = before
         print("zero-lr: not trained; scored as the SFT checkpoint (bit-identical at lr 0)")
-    arm_seconds = sum(timings.pop(f"GRPO {arm}") for arm in arms)
-    timings["GRPO arms (sum)"] = arm_seconds
-    timings["total"] = sum(v for k, v in timings.items() if k != "GRPO arms (sum)")
+    timings["total"] = sum(timings.values())
+    # Inside the wall above (each arm is scored as soon as it has trained), so not in the total.
+    timings.update({f"eval {arm} (in wall)": seconds for arm, seconds in eval_seconds.items()})
+    timings["GRPO arms (sum)"] = sum(arm_seconds.values())
 
     print(
         f"\nLearning benchmark: seed {args.seed}, {steps} GRPO steps per arm, {count} held-out "
@@ -1108,8 +1162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print("\nWall time per stage:")
     for name, seconds in timings.items():
-        print(f"  {name:16} {seconds:7.1f} s")
-    ran = (tiny, sft) if args.warm_start is None else ()
+        print(f"  {name:26} {seconds:7.1f} s")
+    ran = () if args.warm_start is not None else (sft,) if args.base is not None else (tiny, sft)
     summary = {
         "family": args.family,
         "seed": args.seed,
@@ -1119,6 +1173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sft_threads": args.sft_threads,
         "device": args.device,
         "eval_backend": args.eval_backend,
+        "grpo_backend": args.grpo_backend,
+        "base": None if args.base is None else str(args.base),
         "sft_stop_checks": history,
         "sft_saved": sft_saved,
         "sft_gold_checks": sft_record.get("gold_checks"),

@@ -40,15 +40,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from learning import FAMILIES, Stage, run_stage, same_weights
+from learning import FAMILIES, Stage, run_stage, same_weights, vllm_colocate_flags
 
 CONFIG = FAMILIES["tau-retail"].grpo_config
-VLLM_FLAGS = (
-    "--use_vllm", "true",
-    "--vllm_mode", "colocate",
-    "--vllm_gpu_memory_utilization", "0.1",  # on a CPU: the share of RAM vLLM reserves
-    "--vllm_max_model_length", "4096",  # the prompt and the config's 3,072-token episode
-)  # fmt: skip
+VLLM_FLAGS = tuple(vllm_colocate_flags(FAMILIES["tau-retail"]))  # what learning.py's arms pass
 
 
 BASELINE = "transformers"

@@ -57,6 +57,38 @@ def last_value(command, flag):
     return command[len(command) - 1 - command[::-1].index(flag) + 1]
 
 
+def test_sft_starts_from_a_shared_base_instead_of_a_tiny_model_of_its_own(learning, tmp_path):
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "config.json").write_text("{}")
+    out = tmp_path / "run"
+    args = learning.parse_args(["--family", "tau-retail", "--seed", "9", "--base", str(base)])
+    _, sft, _ = learning.stages(args, learning.FAMILIES["tau-retail"], out)
+    assert last_value(sft.command, "--model_name_or_path") == str(base.resolve())
+    assert last_value(sft.command, "--seed") == "9"  # SFT and GRPO still follow the seed
+    without = learning.parse_args(["--family", "tau-retail"])
+    _, sft, _ = learning.stages(without, learning.FAMILIES["tau-retail"], out)
+    assert last_value(sft.command, "--model_name_or_path") == str(out / "tiny-model")
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--base", "{empty}"], "config.json"),
+        (["--base", "{model}", "--warm-start", "{model}"], "--warm-start skips SFT"),
+        (["--base", "{model}", "--tiny-args", "--hidden 256"], "--tiny-args builds"),
+    ],
+)
+def test_a_base_that_cannot_be_used_is_named(learning, tmp_path, capsys, flags, named):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    flags = [flag.format(empty=tmp_path / "empty", model=tmp_path / "model") for flag in flags]
+    with pytest.raises(SystemExit):
+        learning.parse_args(["--family", "tau-retail", *flags])
+    assert named in capsys.readouterr().err
+
+
 def test_the_retail_tiny_model_copies_before_sft_and_groups_digits(learning, tmp_path):
     family = learning.FAMILIES["tau-retail"]
     tiny, _, _ = learning.stages(learning.parse_args(["--family", "tau-retail"]), family, tmp_path)
@@ -180,6 +212,27 @@ def test_each_family_names_its_scoring_backend_and_steps(learning, tmp_path):
             "grpo_steps": 64,
         }.items()
     )
+
+
+def test_each_family_names_what_plays_its_grpo_episodes(learning, tmp_path):
+    """tau-retail's arms play through TRL's colocated vLLM engine, sized for the whole episode;
+    Calculator's, and any arm run with --grpo-backend transformers, through transformers."""
+    tau = learning.FAMILIES["tau-retail"]
+    args = learning.parse_args(["--family", "tau-retail"])
+    assert args.grpo_backend == "vllm"
+    _, _, arms = learning.stages(args, tau, tmp_path)
+    for stage in arms.values():
+        assert last_value(stage.command, "--use_vllm") == "true"
+        assert last_value(stage.command, "--vllm_mode") == "colocate"
+        context = int(last_value(stage.command, "--vllm_max_model_length"))
+        assert context > tau.max_completion_length  # the prompt and the whole episode fit
+    for flags in (
+        ["--family", "calculator"],
+        ["--family", "tau-retail", "--grpo-backend", "transformers"],
+    ):
+        args = learning.parse_args(flags)
+        _, _, arms = learning.stages(args, learning.FAMILIES[args.family], tmp_path)
+        assert all("--use_vllm" not in stage.command for stage in arms.values())
 
 
 @pytest.mark.vllm
@@ -416,3 +469,29 @@ def test_a_reward_function_without_a_placebo_is_named(learning, tmp_path):
     )
     with pytest.raises(SystemExit, match=r"my\.py:score"):
         learning.stages(args, learning.FAMILIES["tau-retail"], tmp_path)
+
+
+def test_a_quick_run_scores_each_arm_and_adds_up_its_time(learning, tmp_path):
+    """The whole pipeline, shrunk (--quick), on Calculator from a shared base: SFT starts from the
+    base, each arm is scored as soon as it has trained (inside the arms' wall time), and the
+    total is the sum of the stages this run ran, the base's build not among them."""
+    from tool_envs.tiny_models import build_tiny_model_for_env
+
+    base = build_tiny_model_for_env(
+        "tool_envs/Calculator-v0", tmp_path / "base", num_layers=2, hidden_size=64
+    )
+    out = tmp_path / "run"
+    flags = ["--family", "calculator", "--quick", "--base", str(base), "--out", str(out)]
+    assert learning.main([*flags, "--threads", "1", "--parallel", "2"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["base"] == str(Path(base).resolve())
+    assert list(summary["commands"]) == ["sft"]  # no tiny-model stage
+    sft_command = summary["commands"]["sft"]
+    assert sft_command[sft_command.index("--model_name_or_path") + 1] == summary["base"]
+    assert [row["arm"] for row in summary["rows"]] == ["treated", "placebo"]
+    timings = summary["timings_s"]
+    ran = ("task set", "SFT", "eval SFT", "GRPO arms, scored (wall)")
+    assert timings["total"] == pytest.approx(sum(timings[name] for name in ran))
+    for arm in ("treated", "placebo"):
+        assert 0 < timings[f"eval {arm} (in wall)"] < timings["GRPO arms, scored (wall)"]
+        assert (out / "eval" / f"grpo-{arm}-2.json").is_file()

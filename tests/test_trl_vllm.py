@@ -38,6 +38,21 @@ def odd_tokens(completion_ids, **kwargs):
 """
 
 
+# The reward above, also noting the rendezvous port of the run's colocated engine beside itself.
+PORT_NOTING_REWARD = (
+    REWARD
+    + """
+import os
+from pathlib import Path
+
+def odd_tokens_noting_the_port(completion_ids, **kwargs):
+    Path(__file__).with_suffix(".port").write_text(os.environ["MASTER_PORT"])
+    return odd_tokens(completion_ids)
+"""
+)
+TRL_FIXED_PORTS = {29500, 23456, 12355, 12345}  # trl.trainer.utils._find_free_port's candidates
+
+
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     folder = tmp_path_factory.mktemp("trl-vllm")
@@ -134,6 +149,29 @@ def test_colocate_recipe_keeps_the_sampler_in_step(models, tmp_path, tied):
     assert "vLLM weight sync: reload_weights" in log
     assert_sampler_follows_trainer(records, model, tmp_path / "out")
     print(f"colocate {'tied' if tied else 'untied'}: {seconds:.1f} s")
+
+
+def test_two_colocate_runs_started_together_both_train(models, tmp_path):
+    """TRL 1.16 gives a single-process colocated engine port 29500 whenever it looks free, so two
+    runs started together (learning.py's GRPO arms) collided and one died with EADDRINUSE. Each
+    run now takes a port of its own from the OS's ephemeral range."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    folders = [tmp_path / "first", tmp_path / "second"]
+    for folder in folders:
+        folder.mkdir()
+        (folder / "reward.py").write_text(PORT_NOTING_REWARD)
+
+    def run(folder: Path) -> list[dict]:
+        reward = f"{folder / 'reward.py'}:odd_tokens_noting_the_port"
+        return train(models.untied, folder / "out", reward)[1]
+
+    with ThreadPoolExecutor(len(folders)) as pool:
+        for records, folder in zip(pool.map(run, folders), folders, strict=True):
+            assert [r["step"] for r in records if DIFF in r] == [1, 2, 3], folder.name
+    ports = [int((folder / "reward.port").read_text()) for folder in folders]
+    assert ports[0] != ports[1]
+    assert not TRL_FIXED_PORTS & set(ports), ports
 
 
 def test_server_recipe_with_the_worker_extension_keeps_a_tied_head_in_step(models, tmp_path):

@@ -68,6 +68,7 @@ from tool_envs.integrations.trl.unpadded import score_rows_unpadded
 from tool_envs.rollout.backends.vllm.launch import (
     CPU_BLOCK_SIZE,
     CPU_ENV,
+    free_port,
     in_process_engine_guard,
     on_cpu,
 )
@@ -134,6 +135,18 @@ def _swapped(module: Any, name: str, value: Any) -> Iterator[None]:
         setattr(module, name, original)
 
 
+def claim_rendezvous_port() -> None:
+    """Give a single-process colocated engine a ``MASTER_PORT`` of its own, unless one is set.
+
+    TRL 1.16's colocate start (``ensure_master_addr_port``) takes the first of 29500, 23456,
+    12355, 12345 that is free when it looks. Two runs started together both see 29500 free, and
+    the second engine dies with ``EADDRINUSE`` (seen with learning.py's two GRPO arms). A port
+    the OS picks from its ephemeral range is none of those, and differs between processes.
+    """
+    if not os.environ.get("MASTER_PORT", "").strip():
+        os.environ["MASTER_PORT"] = str(free_port())
+
+
 class ToolEnvsVLLMGeneration(VLLMGeneration):
     """TRL 1.16's ``VLLMGeneration`` with the weight syncs of this module's table.
 
@@ -153,6 +166,8 @@ class ToolEnvsVLLMGeneration(VLLMGeneration):
     # ------------------------------------------------------------------ engine start
 
     def _init_vllm(self) -> None:
+        if self.mode == "colocate" and self.accelerator.num_processes == 1:
+            claim_rendezvous_port()
         if self.weight_sync == "reload_weights":
             self._init_cpu_colocate()
         elif self.weight_sync == "http":
