@@ -261,7 +261,7 @@ FAMILIES = {
         # same outcome on every task (benchmarks/README.md).
         eval_backend="vllm",
         # The episodes played by a colocated engine that caches the shared prompt: a step's
-        # playing took 2.5 s against 19.4 s on one thread, with the same gain shown (seed 4's
+        # playing took 2.5 s against 19.4 s on one thread, no difference in gain shown (seed 4's
         # start; benchmarks/README.md, tau-retail family).
         grpo_backend="vllm",
         # Treated's gain was there by step 50 on seeds 4 and 8 only (seed 5: +3.5 points at

@@ -28,7 +28,7 @@ for variant in ${VARIANTS:-a b}; do
   tiny="${!tiny_name:-${TINY_ARGS:-}}"
   timeout "${BUDGET:-480}" python3 benchmarks/learning.py --family "${FAMILY:-tau-retail}" \
     --seed "${SEED:-0}" --device "${DEVICE:-cuda}" --parallel 2 --out "/tmp/learn-$variant" \
-    --eval-backend transformers \
+    --eval-backend transformers --grpo-backend transformers \
     --grpo-steps "${GRPO_STEPS:-40}" --eval-tasks "${EVAL_TASKS:-100}" --tiny-args "$tiny" \
     --sft-args "$sft $extra" > "$OUT/$variant.log" 2>&1 &
 done
