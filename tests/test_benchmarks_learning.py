@@ -485,7 +485,7 @@ def test_a_quick_run_scores_each_arm_and_adds_up_its_time(learning, tmp_path):
     assert learning.main([*flags, "--threads", "1", "--parallel", "2"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["base"] == str(Path(base).resolve())
-    assert list(summary["commands"]) == ["sft"]  # no tiny-model stage
+    assert list(summary["commands"]) == ["sft", "grpo-treated-2", "grpo-placebo-2"]  # no tiny
     sft_command = summary["commands"]["sft"]
     assert sft_command[sft_command.index("--model_name_or_path") + 1] == summary["base"]
     assert [row["arm"] for row in summary["rows"]] == ["treated", "placebo"]
