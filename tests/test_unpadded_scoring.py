@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from tool_envs.integrations.trl.unpadded import score_rows_unpadded
+from tool_envs.integrations.trl.unpadded import handles_unpadded, score_rows_unpadded
 
 PAD = 0
 
@@ -84,3 +84,14 @@ def test_mismatched_shapes_are_refused(model):
     ids, mask = padded_batch()
     with pytest.raises(ValueError, match=r"input_ids \(3, 11\) and attention_mask \(3, 10\)"):
         score_rows_unpadded(scorer(model), ids, mask[:, 1:], 5)
+
+
+def test_only_text_calls_take_the_row_by_row_path():
+    """Images or an MoE aux loss stay TRL's; a pixel tensor is seen as set, not compared (that
+    comparison raised for a tensor of more than one value)."""
+    text = {"batch_size": 4, "compute_entropy": True, "pixel_values": None, "num_images": None}
+    assert handles_unpadded((), text)
+    assert handles_unpadded((), {**text, "compute_aux_loss": False})
+    assert not handles_unpadded((), {**text, "pixel_values": torch.ones(2, 3)})
+    assert not handles_unpadded((), {**text, "compute_aux_loss": True})
+    assert not handles_unpadded((4,), {})

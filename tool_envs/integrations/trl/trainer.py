@@ -64,7 +64,7 @@ from typing import Any
 from trl import GRPOTrainer
 from trl.generation.vllm_generation import VLLMGeneration
 
-from tool_envs.integrations.trl.unpadded import score_rows_unpadded
+from tool_envs.integrations.trl.unpadded import handles_unpadded, score_rows_unpadded
 from tool_envs.rollout.backends.vllm.launch import (
     CPU_BLOCK_SIZE,
     CPU_ENV,
@@ -335,10 +335,7 @@ class ToolEnvsGRPOTrainer(GRPOTrainer):
         """TRL's, row by row without padding when ``unpadded_scoring`` is on (text models and
         no MoE aux loss: other inputs are TRL's alone to handle)."""
         parent = super()._get_per_token_logps_and_entropies
-        extra = [
-            value for key, value in kwargs.items() if key not in ("batch_size", "compute_entropy")
-        ]
-        if not self.unpadded_scoring or args or any(value not in (None, False) for value in extra):
+        if not (self.unpadded_scoring and handles_unpadded(args, kwargs)):
             return parent(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
 
         def score_row(ids: Any, mask: Any, to_keep: int) -> tuple[Any, Any]:

@@ -14,7 +14,7 @@ rounding. On a GPU, padded batches are the fast way: this is opt-in.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -23,6 +23,19 @@ import torch.nn.functional as F
 # (input_ids, attention_mask, logits_to_keep) of one row -> (logps, entropies or None), each of
 # shape (1, logits_to_keep).
 RowScorer = Callable[[torch.Tensor, torch.Tensor, int], tuple[torch.Tensor, Any]]
+
+
+# Keywords of TRL 1.16's ``_get_per_token_logps_and_entropies`` that the row-by-row path passes
+# on; any other one set (images, an MoE aux loss) leaves the call to TRL.
+ROW_KEYWORDS = ("batch_size", "compute_entropy")
+
+
+def handles_unpadded(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> bool:
+    """Whether a TRL scoring call's extra arguments leave it to the row-by-row path: none given
+    positionally, and every keyword outside :data:`ROW_KEYWORDS` unset (None or False; a tensor
+    such as ``pixel_values`` counts as set, and is never compared by value)."""
+    extra = (value for key, value in kwargs.items() if key not in ROW_KEYWORDS)
+    return not args and all(value is None or value is False for value in extra)
 
 
 def score_rows_unpadded(
