@@ -48,9 +48,13 @@ def gold_conversations(model: Path, out: Path, count: int) -> list[dict[str, lis
     from tool_envs.rollout import RolloutConfig, RolloutEngine
     from tool_envs.rollout.sft import gold_sft_rows
 
-    folder = FAMILIES["tau-retail"].write_tasks(out, {"train": count, "test": 1, "heldout": 1})
+    family = FAMILIES["tau-retail"]
+    folder = family.write_tasks(out, {"train": count, "test": 1, "heldout": 1})
     tasks = load_tasks(folder, split="train")
-    config = RolloutConfig(max_completion_length=3072, max_tokens_per_turn=96)
+    config = RolloutConfig(
+        max_completion_length=family.max_completion_length,
+        max_tokens_per_turn=family.max_tokens_per_turn,
+    )
     with RolloutEngine(AutoTokenizer.from_pretrained(model), None, config=config) as engine:
         return gold_sft_rows(engine, tasks)
 
@@ -150,6 +154,7 @@ def main() -> None:
     for threads in (1, 2):
         torch.set_num_threads(threads)
         forward_one[threads] = seconds_per_conversation(scoring, full, args.repeats)
+    scoring_min = args.grpo_steps * GRPO_EPISODES_PER_STEP * forward_one[1] / 60
     reference = variants["fp32, logits everywhere (the recipes)"][0](*full[0])
     for name, (run, conversations) in variants.items():
         # How far the pass's loss is from the recipes' on the same conversation (cut: none).
@@ -161,7 +166,6 @@ def main() -> None:
             seconds[threads] = seconds_per_conversation(run, conversations, args.repeats)
         sft = args.sft_steps * SFT_CONVERSATIONS_PER_STEP * seconds[2] / 60
         grpo = args.grpo_steps * GRPO_EPISODES_PER_STEP * seconds[1] / 60
-        scoring_min = args.grpo_steps * GRPO_EPISODES_PER_STEP * forward_one[1] / 60
         print(
             f"{name:40s} | {seconds[1]:11.3f} | {seconds[2]:12.3f} | {sft:7.1f} | {grpo:8.1f} | "
             f"{scoring_min:8.1f} | {sft + grpo:16.1f} | {gap}"
