@@ -97,6 +97,8 @@ def train(env_args: AsyncEnvArguments, args: AsyncGRPOConfig, env_servers: dict)
 
     from trl.experimental.async_grpo import AsyncGRPOTrainer
 
+    from tool_envs.integrations.trl.user_faults import UserFaultWatch
+
     trainer = AsyncGRPOTrainer(
         model=env_args.model_name_or_path,
         reward_funcs=[env_reward],
@@ -104,6 +106,7 @@ def train(env_args: AsyncEnvArguments, args: AsyncGRPOConfig, env_servers: dict)
         train_dataset=to_dataset(rows),
         processing_class=tokenizer,
         rollout_worker=worker,
+        callbacks=[UserFaultWatch()],
     )
     trainer.train()
     trainer.save_model(args.output_dir)

@@ -111,6 +111,7 @@ def train(
     from tool_envs.integrations.trl.callbacks import MetricsFile, one_line_logs, plot_reward_curve
     from tool_envs.integrations.trl.recipes import import_function, preview, to_dataset
     from tool_envs.integrations.trl.trainer import ToolEnvsGRPOTrainer
+    from tool_envs.integrations.trl.user_faults import UserFaultWatch
 
     started = time.perf_counter()
     split = env_args.heldout_split
@@ -154,7 +155,7 @@ def train(
             rollout_engine=env_args.rollout_engine,
         ),
         environment_factory=TaskRowEnvironment,
-        callbacks=[MetricsFile(metrics_path, resume_from_checkpoint=resume)],
+        callbacks=[MetricsFile(metrics_path, resume_from_checkpoint=resume), UserFaultWatch()],
         vllm_weight_sync=env_args.vllm_weight_sync,
         vllm_sync_dir=env_args.vllm_sync_dir,
         unpadded_scoring=env_args.unpadded_scoring,

@@ -397,7 +397,12 @@ def test_dual_control_gold_needs_the_user_to_act_on_the_device():
     _, reward, terminated, _, info = env.step(turns[2])
     assert terminated and reward == 1.0
     assert info["reward_info"]["user_device_calls"] == [
-        {"name": "unlock_card_in_app", "arguments": {"card_id": "c5"}, "error": None}
+        {
+            "name": "unlock_card_in_app",
+            "arguments": {"card_id": "c5"},
+            "error": None,
+            "content": "card c5: unlocked",
+        }
     ]
     env.reset(options={"task": dual_row(5)})  # the agent never asks: the card stays locked
     env.step(turns[0])

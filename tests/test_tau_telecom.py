@@ -545,10 +545,13 @@ def test_a_hand_written_troubleshooting_conversation_with_the_scripted_user(env)
     assert not terminated
     _, reward, terminated, _, info = env.step("Great, your phone is working again.")
     assert terminated and reward == 1.0, info["reward_info"]
-    assert info["reward_info"]["user_device_calls"] == [
-        {"name": "toggle_airplane_mode", "arguments": {"phone_number": number, "enabled": False},
-         "error": None}
-    ]  # fmt: skip
+    (device_call,) = info["reward_info"]["user_device_calls"]
+    assert device_call["content"].startswith("Airplane mode turned off.")
+    assert {k: v for k, v in device_call.items() if k != "content"} == {
+        "name": "toggle_airplane_mode",
+        "arguments": {"phone_number": number, "enabled": False},
+        "error": None,
+    }
 
     # The same episode, but the agent never asks the customer to act: the phone stays broken.
     env.reset(options={"task": task})

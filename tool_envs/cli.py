@@ -382,6 +382,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="JSON",
         help="gymnasium.make arguments for the env",
     )
+    check_users = commands.add_parser(
+        "check-users",
+        help="re-check the simulated users of a saved eval run (no replay); faults to "
+        "RUN/user_faults.jsonl",
+    )
+    check_users.add_argument("run", help="the eval run's folder (its --out)")
     commands.add_parser(
         "doctor", help="report the code sandbox's isolation level here and run one check"
     )
@@ -491,6 +497,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tool_envs.eval.commands import check_command
 
         return check_command(args.env_id, args.env_kwargs)
+    elif args.command == "check-users":
+        from tool_envs.eval.commands import check_users_command
+
+        return check_users_command(args.run)
     elif args.command == "doctor":
         from tool_envs.code.sandbox import doctor
 

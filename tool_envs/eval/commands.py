@@ -15,7 +15,7 @@ from tool_envs.eval.check import check_env_id
 from tool_envs.eval.report import format_table
 from tool_envs.eval.runner import EvalConfig, run_eval
 
-__all__ = ["check_command", "eval_command"]
+__all__ = ["check_command", "check_users_command", "eval_command"]
 
 EXIT_INTERRUPTED = 130  # the shell's code for "stopped by Ctrl-C"
 
@@ -76,3 +76,21 @@ def check_command(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> i
     except ToolEnvsError as exc:
         return _error("check", exc)
     return 0 if ok else 1
+
+
+def check_users_command(folder: str) -> int:
+    """Re-check a stored run's simulated users; print the table and where the faults went.
+
+    0 when no trial has a user fault, 1 when some do (they are listed), 2 on an error.
+    """
+    from tool_envs.eval.user_faults import describe, format_recheck, recheck_run
+
+    try:
+        result = recheck_run(folder)
+    except ToolEnvsError as exc:
+        return _error("check-users", exc)
+    print(format_recheck(result))
+    for entry in result.faults:
+        print(describe(entry))
+    print(f"\nuser faults: {result.path}")
+    return 1 if result.faults else 0

@@ -9,6 +9,11 @@ from n >= k trials with c successes:
   ``C(c, k) / C(n, k)``.
 
 Both are averaged over tasks, so every task weighs the same whatever its trial count.
+
+A trial the simulated user spoiled (``reward_info["user_fault"]``, see
+:mod:`tool_envs.tau.users.faults`) is kept with its run but never scored: it counts in
+``user_fault_trials`` and ``user_fault_rate``, per env and per user strategy, and in no
+success rate, reward or pass^k.
 """
 
 from __future__ import annotations
@@ -17,7 +22,18 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["is_success", "pass_at_k", "pass_hat_k", "summarize", "task_counts"]
+from tool_envs.core.outcome import VOID
+
+__all__ = [
+    "is_success",
+    "pass_at_k",
+    "pass_hat_k",
+    "summarize",
+    "task_counts",
+    "user_fault_of",
+    "user_fault_rows",
+    "user_strategy_of",
+]
 
 
 def _check_counts(n: int, c: int, k: int) -> None:
@@ -81,6 +97,51 @@ def _helper_usage(records: Sequence[Mapping[str, Any]], helper: str) -> dict[str
     return totals
 
 
+def user_fault_of(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The user fault that voided a trial, or None."""
+    return (record.get("reward_info") or {}).get("user_fault")
+
+
+def _user_checked(record: Mapping[str, Any]) -> bool:
+    info = record.get("reward_info") or {}
+    return bool(info.get("user_checks") or info.get("user_fault"))
+
+
+def _user_faults(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How many trials the simulated user spoiled, and how (None where no user was checked)."""
+    if not any(_user_checked(r) for r in records):
+        return {"user_fault_trials": None, "user_fault_rate": None, "user_faults": {}}
+    kinds: dict[str, int] = {}
+    for record in records:
+        fault = user_fault_of(record)
+        if fault:
+            kinds[fault["kind"]] = kinds.get(fault["kind"], 0) + 1
+    faults = sum(kinds.values())
+    return {
+        "user_fault_trials": faults,
+        "user_fault_rate": faults / len(records),
+        "user_faults": dict(sorted(kinds.items())),
+    }
+
+
+def user_strategy_of(record: Mapping[str, Any]) -> str:
+    """How the trial's simulated user played (``scripted``, ``llm``, ``verify``, ...)."""
+    return str((record.get("reward_info") or {}).get("user_strategy") or "unknown")
+
+
+def user_fault_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (env, user strategy) with a checked user: trials, faults, rate, kinds."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for record in records:
+        if _user_checked(record):
+            key = (str(record["env_id"]), user_strategy_of(record))
+            groups.setdefault(key, []).append(record)
+    return [
+        {"env": env, "user_strategy": strategy, "trials": len(rows), **_user_faults(rows)}
+        for (env, strategy), rows in sorted(groups.items())
+    ]
+
+
 def _void_counts(void: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     causes: dict[str, int] = {}
     for record in void:
@@ -95,11 +156,13 @@ def _group(
     prices: tuple[float, float] | None,
     void: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
+    saved = records
+    records = [r for r in saved if r.get("outcome") != VOID]  # scored: the agent's own
     counts = list(task_counts(records, threshold).values())
     k_max = min((n for n, _ in counts), default=0)
     ks = range(1, k_max + 1)
     stats = [record.get("stats") or {} for record in records]
-    usage = [record["usage"] for record in records if record.get("usage")]
+    usage = [record["usage"] for record in saved if record.get("usage")]  # voided ones cost too
     prompt_tokens = completion_tokens = None  # unknown without API usage (scripted agents)
     if usage:
         prompt_tokens = sum(u.get("prompt_tokens") or 0 for u in usage)
@@ -109,7 +172,8 @@ def _group(
         cost = (prompt_tokens * prices[0] + completion_tokens * prices[1]) / 1_000_000
     return {
         "tasks": len(counts),
-        "trials": len(records),
+        "trials": len(saved),
+        "scored_trials": len(records),
         "min_trials_per_task": k_max,
         "success_rate": _mean([float(is_success(r, threshold)) for r in records]),
         "mean_reward": _mean([float(r.get("reward") or 0.0) for r in records]),
@@ -129,9 +193,10 @@ def _group(
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "cost": cost,
-        **_helper_usage(records, "user"),
-        **_helper_usage(records, "judge"),
+        **_helper_usage(saved, "user"),
+        **_helper_usage(saved, "judge"),
         **_void_counts(void),
+        **_user_faults(saved),
     }
 
 
@@ -159,6 +224,7 @@ def summarize(
         by_env.setdefault(record["env_id"], [])
         void_by_env.setdefault(record["env_id"], []).append(record)
     return {
+        "user_faults": user_fault_rows(records),
         "overall": _group(records, threshold, prices, void),
         "envs": {
             env_id: _group(rows, threshold, prices, void_by_env.get(env_id, ()))

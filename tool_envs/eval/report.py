@@ -14,12 +14,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tool_envs.eval.metrics import is_success, summarize
+from tool_envs.eval.metrics import is_success, summarize, user_fault_of
 
 if TYPE_CHECKING:
     from tool_envs.eval.runner import EvalResult
 
-__all__ = ["format_table", "plot_pass_hat_k", "write_html", "write_reports"]
+__all__ = [
+    "format_table",
+    "format_user_faults",
+    "plot_pass_hat_k",
+    "write_html",
+    "write_reports",
+]
 
 SUMMARY = "summary.json"
 PLOT = "pass_hat_k.png"
@@ -52,7 +58,9 @@ def format_table(summary: Mapping[str, Any]) -> str:
     """A plain-text table: one row per env, then the overall row.
 
     Columns that would be empty everywhere are left out: cost without prices, the simulated
-    user's and the judge's tokens where no LLM helper was called, void trials where none was.
+    user's and the judge's tokens where no LLM helper was called, void trials where none was,
+    the user-fault rate where no simulated user was checked. Where one was, a second table
+    gives the user faults per env and user strategy.
     """
     ks = _k_columns(summary)
     k_max = ks[-1] if ks else None
@@ -60,11 +68,13 @@ def format_table(summary: Mapping[str, Any]) -> str:
     priced = overall.get("cost") is not None
     helpers = [h for h in ("user", "judge") if overall.get(f"{h}_calls") is not None]
     voided = bool(overall.get("void_trials"))
+    checked = overall.get("user_fault_trials") is not None
     header = ["env", "tasks", "trials", "success", "reward"]
     header += [f"pass^{k}" for k in ks]
     header += [f"pass@{k_max}"] if k_max else []
     header += ["turns", "tools", "parse_err", "env_err", "failed"]
     header += ["void"] if voided else []
+    header += ["user_fault"] if checked else []
     header += ["tokens in/out"] + [f"{h} in/out" for h in helpers]
     header += ["cost"] if priced else []
     rows = []
@@ -89,6 +99,7 @@ def format_table(summary: Mapping[str, Any]) -> str:
             _fmt(group["failed_trials"]),
         ]
         row += [_fmt(group.get("void_trials", 0))] if voided else []
+        row += [_fmt(group.get("user_fault_rate"))] if checked else []
         row += [_tokens(group, "")] + [_tokens(group, f"{h}_") for h in helpers]
         row += [f"{group['cost']:.4f}"] if priced else []
         rows.append(row)
@@ -100,7 +111,34 @@ def format_table(summary: Mapping[str, Any]) -> str:
         return "  ".join([first, *rest]).rstrip()
 
     rule = "-" * len(line(header))
-    return "\n".join([line(header), rule, *(line(r) for r in rows)])
+    table = "\n".join([line(header), rule, *(line(r) for r in rows)])
+    faults = summary.get("user_faults") or []
+    return table + ("\n\n" + format_user_faults(faults) if faults and checked else "")
+
+
+def format_user_faults(rows: Sequence[Mapping[str, Any]]) -> str:
+    """User faults per env and user strategy: trials, faulted trials, rate, and by kind."""
+    header = ["env", "user", "trials", "user_faults", "rate", "by kind"]
+    lines = [
+        [
+            str(row["env"]).removeprefix("tool_envs/"),
+            str(row["user_strategy"]),
+            _fmt(row["trials"]),
+            _fmt(row["user_fault_trials"]),
+            _fmt(row["user_fault_rate"]),
+            ", ".join(f"{kind} {n}" for kind, n in row["user_faults"].items()) or "-",
+        ]
+        for row in rows
+    ]
+    widths = [max(len(r[i]) for r in [header, *lines]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        left = [c.ljust(w) for c, w in zip(cells[:2], widths[:2], strict=True)]
+        right = [c.rjust(w) for c, w in zip(cells[2:5], widths[2:5], strict=True)]
+        return "  ".join([*left, *right, cells[5]]).rstrip()
+
+    title = "user faults per env and user strategy (trials the simulated user spoiled: void)"
+    return "\n".join([title, line(header), "-" * len(line(header)), *(line(r) for r in lines)])
 
 
 def plot_pass_hat_k(summary: Mapping[str, Any], path: Path) -> Path | None:
@@ -156,6 +194,7 @@ td:first-child, th:first-child { text-align: left; }
 .task.none { border-color: #c22; }
 details { margin: 0.3em 0; } summary { cursor: pointer; }
 .ok { color: #2a2; font-weight: bold; } .fail { color: #c22; font-weight: bold; }
+.void { color: #777; font-weight: bold; }
 .msg { margin: 0.4em 0 0.4em 1em; } .role { font-weight: bold; font-size: 0.85em; color: #555; }
 pre { white-space: pre-wrap; word-break: break-word; background: #f6f6f6; padding: 0.4em;
       margin: 0.1em 0; }
@@ -198,6 +237,8 @@ def _message_html(message: Mapping[str, Any]) -> str:
 def _trial_html(record: Mapping[str, Any], threshold: float) -> str:
     ok = is_success(record, threshold)
     badge = '<span class="ok">pass</span>' if ok else '<span class="fail">fail</span>'
+    if user_fault_of(record):
+        badge = '<span class="void">void: the user broke its scenario</span>'
     reason = (record.get("reward_info") or {}).get("reason") or record.get("error") or ""
     if record.get("truncated"):
         reason = reason or "turn limit reached"
@@ -221,10 +262,13 @@ def _summary_columns(summary: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     header = ["tasks", "trials", "success", "reward"]
     header += [f"pass^{k}" for k in ks] + ([f"pass@{ks[-1]}"] if ks else [])
     header += ["turns", "tool calls", "parse errors", "env errors", "failed"]
+    header += ["user fault"] if summary["overall"].get("user_fault_trials") is not None else []
     return header, ks
 
 
-def _summary_row(name: str, group: Mapping[str, Any], ks: Sequence[str]) -> str:
+def _summary_row(
+    name: str, group: Mapping[str, Any], ks: Sequence[str], checked: bool = False
+) -> str:
     cells = [
         _fmt(group["tasks"]),
         _fmt(group["trials"]),
@@ -240,6 +284,7 @@ def _summary_row(name: str, group: Mapping[str, Any], ks: Sequence[str]) -> str:
         _fmt(group["env_errors"]),
         _fmt(group["failed_trials"]),
     ]
+    cells += [_fmt(group.get("user_fault_rate"))] if checked else []
     name = name.removeprefix("tool_envs/")
     return f"<tr><th>{html.escape(name)}</th>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
@@ -252,12 +297,13 @@ def _summary_table(
 ) -> str:
     """Per env (and overall), then per task category where the tasks have one."""
     header, ks = _summary_columns(summary)
+    checked = summary["overall"].get("user_fault_trials") is not None
     head = "".join(f"<th>{html.escape(h)}</th>" for h in ["", *header])
     rows = [f'<tr class="group"><th colspan="{len(header) + 1}">per env</th></tr>']
     groups = list(summary["envs"].items())
     if len(groups) != 1:
         groups.append(("overall", summary["overall"]))
-    rows += [_summary_row(name, group, ks) for name, group in groups]
+    rows += [_summary_row(name, group, ks, checked) for name, group in groups]
     by_category: dict[str, list[Mapping[str, Any]]] = {}
     for record in records:
         category = categories.get((record["env_id"], str(record["task_id"])))
@@ -267,10 +313,36 @@ def _summary_table(
         rows.append(f'<tr class="group"><th colspan="{len(header) + 1}">per category</th></tr>')
         for category, rows_of in sorted(by_category.items()):
             group = summarize(rows_of, threshold=threshold)["overall"]
-            rows.append(_summary_row(category, group, ks))
+            rows.append(_summary_row(category, group, ks, checked))
     body = "".join(rows)
     table = f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
     return f'<div class="scroll">{table}</div>'
+
+
+def _user_fault_section(summary: Mapping[str, Any]) -> str:
+    """User faults per env and user strategy, where a simulated user was checked."""
+    rows = summary.get("user_faults") or []
+    if not rows:
+        return ""
+    head = "".join(
+        f"<th>{h}</th>" for h in ("env", "user", "trials", "user faults", "rate", "by kind")
+    )
+    body = "".join(
+        "<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>".format(
+            html.escape(str(row["env"]).removeprefix("tool_envs/")),
+            html.escape(str(row["user_strategy"])),
+            _fmt(row["trials"]),
+            _fmt(row["user_fault_trials"]),
+            _fmt(row["user_fault_rate"]),
+            html.escape(", ".join(f"{k} {n}" for k, n in row["user_faults"].items()) or "-"),
+        )
+        for row in rows
+    )
+    return (
+        "<h2>User faults</h2><p>Trials the simulated user spoiled (it broke its scenario): "
+        "void, in no score.</p>"
+        f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    )
 
 
 def _config_table(run: Mapping[str, Any]) -> str:
@@ -338,6 +410,7 @@ def write_html(
         "<h2>Summary</h2>",
         _summary_table(summary, records, categories or {}, threshold),
         _pass_k_section(summary, plot),
+        _user_fault_section(summary),
         "<details><summary>Run settings</summary>",
         _config_table(run),
         "</details>",

@@ -11,6 +11,11 @@ judge's API, an env that raised; see :mod:`tool_envs.core.outcome`) says nothing
 It is not written as a finished trial, so a rerun replays it; it is logged to ``void.jsonl``,
 counted in the summary, and ``void_limit`` void trials in a row stop the run with the reason, as
 a failing agent API does.
+
+A trial the simulated user spoiled (it broke its scenario: ``reward_info["user_fault"]``, see
+:mod:`tool_envs.tau.users.faults`) is void too, but it is no outage that a rerun would mend: the
+same user would likely spoil it again. It is written as a finished trial, scored in no metric,
+and counted in the summary's user-fault rate per env and user strategy.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from tool_envs.eval.agents import (
     NoopAgent,
     OpenAIAgent,
 )
-from tool_envs.eval.metrics import is_success, summarize
+from tool_envs.eval.metrics import is_success, summarize, user_fault_of
 from tool_envs.eval.store import TrajectoryStore, trial_key
 from tool_envs.eval.tasks import EvalTask, derive_seed, load_eval_tasks
 from tool_envs.registration import env_kwargs_for, for_env, registered_id, resolve_env_id
@@ -514,7 +519,7 @@ def run_eval(config: EvalConfig) -> EvalResult:
                     state["error"] = detail
                     stop.set()
                 continue
-            if record["outcome"] == VOID:  # not the agent's: never a finished trial
+            if record["outcome"] == VOID and not user_fault_of(record):  # an outage: replay it
                 void_log.append(record)
                 void_records.append(record)
                 state["void_streak"] += 1
@@ -525,7 +530,7 @@ def run_eval(config: EvalConfig) -> EvalResult:
             state["void_streak"] = 0
             store.append(record)
             state["written"] += 1
-            state["successes"] += record["success"]
+            state["successes"] += record["success"] and record["outcome"] != VOID
             bar.update(1)
             bar.set_postfix(success=f"{state['successes'] / state['written']:.2f}", refresh=False)
 

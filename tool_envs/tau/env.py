@@ -29,6 +29,16 @@ from tool_envs.tau.task import (
     parse_scenario,
 )
 from tool_envs.tau.users.base import STOP, DeviceTools, UserSimulator
+from tool_envs.tau.users.faults import (
+    FAULT_KINDS,
+    TaskState,
+    UserFault,
+    UserFaultCheck,
+    fault_reward_info,
+    gold_values,
+    stored_calls,
+    stored_instructions,
+)
 
 REWARD_BASES = ("db", "outputs", "actions")
 _NOT_COMPARED = frozenset({"think", "calculate"})
@@ -37,6 +47,14 @@ _NOT_COMPARED = frozenset({"think", "calculate"})
 def normalise_text(text: str) -> str:
     """What output matching compares: lower case, commas removed (so 1,234.5 matches 1234.5)."""
     return text.lower().replace(",", "")
+
+
+def _outputs_said(spec: TauRewardSpec, conversation: Sequence[Message]) -> dict[str, bool]:
+    """Each required output, and whether some agent message said it."""
+    said = [
+        normalise_text(m.get("content") or "") for m in conversation if m["role"] == "assistant"
+    ]
+    return {out: any(normalise_text(out) in text for text in said) for out in spec.outputs}
 
 
 def make_user(
@@ -100,6 +118,10 @@ class TauEnv(ToolEnv):
         user_kwargs: Arguments for the user simulator (e.g. ``model``, ``base_url``,
             ``strategy`` for ``llm``).
         reward_basis: Which checks the reward multiplies; default ``("db", "outputs")``.
+        check_user: Check every user turn against its scenario (default). A user that breaks
+            it (stops before its task is done, invents an id, leaks its instructions, answers
+            a confirmation against its scenario) ends the episode void with
+            ``reward_info["user_fault"]``: see :mod:`tool_envs.tau.users.faults`.
 
     Every step's ``info`` carries ``user_usage`` (the simulated user's calls, tokens and cost so
     far this episode), so truncated and voided episodes report it too. A user simulator that
@@ -119,8 +141,12 @@ class TauEnv(ToolEnv):
         user: str | UserSimulator = "scripted",
         user_kwargs: Mapping[str, Any] | None = None,
         reward_basis: Sequence[str] = ("db", "outputs"),
+        check_user: bool = True,
     ):
         super().__init__(tasks=tasks, parser=parser, render_mode=render_mode)
+        if not isinstance(check_user, bool):
+            raise EnvConfigError(f"check_user must be True or False, got {check_user!r}")
+        self.check_user = check_user
         if isinstance(reward_basis, str) or not isinstance(reward_basis, (list, tuple)):
             raise EnvConfigError(
                 f"reward_basis={reward_basis!r} must be a non-empty list drawn from {REWARD_BASES}"
@@ -149,6 +175,8 @@ class TauEnv(ToolEnv):
         self._keyed: tuple[int, int] | None = None  # call-log lengths _made_keys covers
         self._scenario: UserScenario | None = None
         self._user_stopped = False
+        self._user_check: UserFaultCheck | None = None
+        self._user_fault: UserFault | None = None
 
     # ----------------------------------------------------------------------- ToolEnv hooks
 
@@ -194,32 +222,96 @@ class TauEnv(ToolEnv):
         self._keyed = None  # no call of this episode has an action key yet
         opening = next((m["content"] for m in task["prompt"] if m["role"] == "user"), "")
         self.user.start(self._scenario, opening, self._device)
+        self._user_fault = None
+        self._user_check = None
+        if self.check_user:
+            self._user_check = UserFaultCheck.of(
+                self._scenario, self.domain.user_keywords, self.user.instructions()
+            )
         return self._tools
 
     def _on_reply(self, content: str) -> tuple[list[Message], bool]:
         answer = self.user.reply(content)
         self._user_stopped = STOP in answer
-        return [user_message(answer)], self._user_stopped
+        if self._user_check is not None:
+            self._user_fault = self._user_check.check(
+                turn=self._turn,
+                agent_message=content,
+                reply=answer,
+                stopped=self._user_stopped,
+                before=self._messages[:-1],
+                state=self._task_state(),
+                device_outputs=self._device_outputs(),
+            )
+        return [user_message(answer)], self._user_stopped or self._user_fault is not None
+
+    def _task_state(self) -> TaskState:
+        """How far the task is, for the user check (see :class:`TaskState`)."""
+        return self._state_of(self._spec, self._made_action_keys(), self._messages)
+
+    def _state_of(
+        self, spec: TauRewardSpec, made_keys: set[str], conversation: Sequence[Message]
+    ) -> TaskState:
+        """The state of ``spec``'s task after the calls ``made_keys`` and ``conversation``."""
+        compared = [a for a in spec.actions if a.name not in _NOT_COMPARED]
+        made = [action_key(a.name, a.arguments) in made_keys for a in compared]
+        missing = [out for out, said in _outputs_said(spec, conversation).items() if not said]
+        pending = tuple(
+            gold_values([action.arguments])
+            for action, done in zip(compared, made, strict=True)
+            if not done and action.name in self._tools.names and self._tools[action.name].writes
+        )
+        progress = f"{sum(made)} of {len(made)} gold actions made"
+        if missing:
+            progress += f", {len(missing)} required fact(s) not said"
+        return TaskState(
+            unfinished=not all(made) or bool(missing),
+            progress=progress,
+            pending_changes=pending,
+            gold_values=gold_values(action.arguments for action in spec.actions),
+        )
+
+    def recheck_user(
+        self,
+        task: Mapping[str, Any],
+        messages: Sequence[Message],
+        device_calls: Sequence[Mapping[str, Any]] = (),
+    ) -> UserFault | None:
+        """The user fault of a stored conversation of ``task``, found as it would have been
+        while playing (``tool-envs check-users`` re-checks saved eval runs this way).
+        ``device_calls`` are the episode's ``reward_info["user_device_calls"]``."""
+        spec = parse_reward_spec(task["reward_spec"])
+        scenario = parse_scenario(task["extra_info"])
+        check = UserFaultCheck.of(
+            scenario, self.domain.user_keywords, stored_instructions(scenario)
+        )
+        device = {action_key(c["name"], c.get("arguments") or {}) for c in device_calls}
+
+        def state_of(before: Sequence[Message]) -> TaskState:
+            made = {action_key(name, arguments) for name, arguments in stored_calls(before)}
+            return self._state_of(spec, made | device, before)
+
+        return check.recheck(messages, device_calls, state_of, stops=(STOP,))
+
+    def _device_outputs(self) -> list[str]:
+        return [outcome.content for _, outcome in self._device.calls] if self._device else []
 
     def _step_info(self) -> dict[str, Any]:
         return {"user_usage": self.user.usage.as_dict(), "progress": self._gold_action_share()}
 
     def _compute_reward(self) -> tuple[float, dict[str, Any]]:
         assert self._db is not None
+        if self._user_fault is not None:
+            info = fault_reward_info(self._user_fault)
+            info.update(user_strategy=self.user.strategy, user_usage=self.user.usage.as_dict())
+            return 0.0, info
         info: dict[str, Any] = {"basis": list(self.reward_basis)}
         passed: list[bool] = []
         if "db" in self.reward_basis:
             info["db_match"] = self._db.hash() == self.gold_hash(self._spec, self._db_seed)
             passed.append(info["db_match"])
         if "outputs" in self.reward_basis:
-            said = [
-                normalise_text(m.get("content") or "")
-                for m in self._messages
-                if m["role"] == "assistant"
-            ]
-            info["outputs"] = {
-                out: any(normalise_text(out) in text for text in said) for out in self._spec.outputs
-            }
+            info["outputs"] = _outputs_said(self._spec, self._messages)
             passed.append(all(info["outputs"].values()))
         actions = self._gold_actions_made()
         if "actions" in self.reward_basis:
@@ -238,13 +330,15 @@ class TauEnv(ToolEnv):
         ended = "user stopped" if self._user_stopped else "terminating tool"
         if self._device is not None:
             info["user_device_calls"] = [
-                {"name": c.name, "arguments": c.arguments, "error": o.error}
+                {"name": c.name, "arguments": c.arguments, "error": o.error, "content": o.content}
                 for c, o in self._device.calls
             ]
         info.update(
             reward=reward,
             reason="; ".join(failed) if failed else f"all checks passed ({ended})",
             user_usage=self.user.usage.as_dict(),
+            user_strategy=self.user.strategy,
+            user_checks=list(FAULT_KINDS) if self.check_user else [],
         )
         return reward, info
 

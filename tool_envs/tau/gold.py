@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from tool_envs.tau.task import GoldAction, TauRewardSpec, UserScenario, action_key
-from tool_envs.tau.users.scripted import IDENTITY_FIELDS
+from tool_envs.tau.users.reading import IDENTITY_FIELDS
 
 ASK_PREFIX = "To help you with that, could you please give me your"
 CONFIRM_SUFFIX = "Shall I proceed? (yes/no)"

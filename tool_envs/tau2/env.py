@@ -32,7 +32,23 @@ from tool_envs.errors import EnvConfigError
 from tool_envs.tau.env import make_user
 from tool_envs.tau.task import parse_scenario
 from tool_envs.tau.users.base import STOP, DeviceTools, UserSimulator
-from tool_envs.tau2.domains import SPLITS, Tau2Domain, import_tau2, load_domain
+from tool_envs.tau.users.faults import (
+    FAULT_KINDS,
+    TaskState,
+    UserFault,
+    UserFaultCheck,
+    fault_reward_info,
+    gold_values,
+    stored_calls,
+    stored_instructions,
+)
+from tool_envs.tau2.domains import (
+    READ_ONLY_TYPES,
+    SPLITS,
+    Tau2Domain,
+    import_tau2,
+    load_domain,
+)
 from tool_envs.tau2.episode import EpisodeState, gold_deltas, prepare
 from tool_envs.tau2.judge import OpenAIJudge
 from tool_envs.tau2.reward import NLJudge, compute_reward, resolve_basis
@@ -42,6 +58,8 @@ from tool_envs.tau2.tools import Executed, Tau2Toolset, execute
 from tool_envs.tau2.trajectory import to_tau2_messages
 
 USER_STOPS = (STOP, "###TRANSFER###", "###OUT-OF-SCOPE###")
+# tau2's scenarios are free text: whether the user accepts a change is not a field of theirs.
+TAU2_FAULT_KINDS = tuple(kind for kind in FAULT_KINDS if kind != "contradiction")
 
 
 class Tau2Env(ToolEnv):
@@ -73,6 +91,10 @@ class Tau2Env(ToolEnv):
             once when it is given but unused (pass a basis with ``"NL_ASSERTION"`` to use it).
             A judge that fails at run time voids the episode (cause ``"judge"``).
         max_errors: Failed tool calls that end the episode with reward 0 (tau2: 10).
+        check_user: Check every user turn against its scenario (default): a user that stops
+            before its task is done, invents an id or leaks its instructions ends the episode
+            void with ``reward_info["user_fault"]`` (:mod:`tool_envs.tau.users.faults`; a
+            contradiction of the scenario is not checked, tau2's scenarios being free text).
 
     Every step's ``info`` carries ``user_usage`` (the simulated user's calls, tokens and cost
     so far this episode) and, with an :class:`~tool_envs.tau2.judge.OpenAIJudge`,
@@ -93,6 +115,7 @@ class Tau2Env(ToolEnv):
         reward_basis: str | Sequence[str] = "task",
         nl_judge: NLJudge | Mapping[str, Any] | None = None,
         max_errors: int = 10,
+        check_user: bool = True,
     ):
         super().__init__(tasks=tasks, parser=parser, render_mode=render_mode)
         resolve_basis(reward_basis, ())  # fail at construction on a bad option
@@ -114,6 +137,11 @@ class Tau2Env(ToolEnv):
             )
         self.nl_judge = nl_judge
         self.max_errors = max_errors
+        if not isinstance(check_user, bool):
+            raise EnvConfigError(f"check_user must be True or False, got {check_user!r}")
+        self.check_user = check_user
+        self._user_check: UserFaultCheck | None = None
+        self._user_fault: UserFault | None = None
         user_kwargs = options.mapping("user_kwargs", user_kwargs)
         self.user = make_user(user, USER_KEYWORDS, **user_kwargs)
         self._environment = self.domain.new_environment()
@@ -171,6 +199,12 @@ class Tau2Env(ToolEnv):
             self._device.calls.clear()
         opening = next((m["content"] for m in task["prompt"] if m["role"] == "user"), "")
         self.user.start(scenario, opening, self._device)
+        self._user_fault = None
+        self._user_check = None
+        if self.check_user:
+            self._user_check = UserFaultCheck.of(
+                scenario, USER_KEYWORDS, self.user.instructions(), kinds=TAU2_FAULT_KINDS
+            )
         self._judge_start = dict(getattr(self.nl_judge, "usage", None) or {})
         self._warn_if_judge_unused()
         return self._agent_tools
@@ -218,11 +252,84 @@ class Tau2Env(ToolEnv):
 
     def _on_reply(self, content: str) -> tuple[list[Message], bool]:
         answer = self.user.reply(content)
-        if self._termination is None and any(stop in answer for stop in USER_STOPS):
+        stopped = any(stop in answer for stop in USER_STOPS)
+        if self._termination is None and stopped:
             self._termination = "user_stop"
-        return [user_message(answer)], self._termination is not None
+        if self._user_check is not None:
+            self._user_fault = self._user_check.check(
+                turn=self._turn,
+                agent_message=content,
+                reply=answer,
+                stopped=stopped,
+                before=self._messages[:-1],
+                state=self._task_state(),
+                device_outputs=[c.content for _, c in self._calls if c.requestor == "user"],
+            )
+        done = self._termination is not None or self._user_fault is not None
+        return [user_message(answer)], done
+
+    def _task_state(self) -> TaskState:
+        calls = [(c.requestor, c.name, c.arguments) for _, c in self._calls]
+        return self._state_of(self._tau2_task, calls, self._messages)
+
+    def _state_of(
+        self, task: Any, calls: Sequence[tuple[str, str, dict[str, Any]]], conversation: Any
+    ) -> TaskState:
+        """How far ``task`` is after ``calls`` (requestor, name, arguments): tau2's gold actions
+        made (by name and compared arguments) and the facts it must communicate said."""
+        criteria = task.evaluation_criteria
+        actions = list(criteria.actions or []) if criteria is not None else []
+        made = [_made(action, calls) for action in actions]
+        said = (
+            " ".join((m.get("content") or "") for m in conversation if m["role"] == "assistant")
+            .lower()
+            .replace(",", "")
+        )
+        facts = list(criteria.communicate_info or []) if criteria is not None else []
+        missing = [fact for fact in facts if fact.lower().replace(",", "") not in said]
+        pending = tuple(
+            gold_values([action.arguments])
+            for action, done in zip(actions, made, strict=True)
+            if not done
+            and self.domain.tool_types.get(action.requestor, {}).get(action.name)
+            not in READ_ONLY_TYPES
+        )
+        progress = f"{sum(made)} of {len(made)} gold actions made"
+        if missing:
+            progress += f", {len(missing)} required fact(s) not said"
+        return TaskState(
+            unfinished=not all(made) or bool(missing),
+            progress=progress,
+            pending_changes=pending,
+            gold_values=gold_values(action.arguments for action in actions),
+        )
+
+    def recheck_user(
+        self,
+        task: Mapping[str, Any],
+        messages: Sequence[Message],
+        device_calls: Sequence[Mapping[str, Any]] = (),
+    ) -> UserFault | None:
+        """The user fault of a stored conversation of ``task``, found as it would have been
+        while playing (``tool-envs check-users``); see :meth:`TauEnv.recheck_user`."""
+        tau2 = tau2_task(self.domain_name, task)
+        scenario = parse_scenario(task["extra_info"])
+        check = UserFaultCheck.of(
+            scenario, USER_KEYWORDS, stored_instructions(scenario), kinds=TAU2_FAULT_KINDS
+        )
+        device = [("user", c["name"], c.get("arguments") or {}) for c in device_calls]
+
+        def state_of(before: Sequence[Message]) -> TaskState:
+            made = [("assistant", name, arguments) for name, arguments in stored_calls(before)]
+            return self._state_of(tau2, [*made, *device], before)
+
+        return check.recheck(messages, device_calls, state_of, stops=USER_STOPS)
 
     def _compute_reward(self) -> tuple[float, dict[str, Any]]:
+        if self._user_fault is not None:
+            info = fault_reward_info(self._user_fault)
+            info.update(self._step_info(), user_strategy=self.user.strategy)
+            return 0.0, info
         assert self._state is not None and self._termination is not None
         task = self._tau2_task
         reward, info = compute_reward(
@@ -238,9 +345,13 @@ class Tau2Env(ToolEnv):
             nl_judge=self.nl_judge,
         )
         info.update(self._step_info())  # this episode's user and judge calls and tokens
+        info.update(
+            user_strategy=self.user.strategy,
+            user_checks=list(TAU2_FAULT_KINDS) if self.check_user else [],
+        )
         if self._device is not None:
             info["user_device_calls"] = [
-                {"name": c.name, "arguments": c.arguments, "error": c.error}
+                {"name": c.name, "arguments": c.arguments, "error": c.error, "content": c.content}
                 for _, c in self._calls
                 if c.requestor == "user"
             ]
@@ -304,6 +415,18 @@ class Tau2Env(ToolEnv):
             termination_reason=self._termination or "max_steps",
             messages=self.tau2_messages(),
         )
+
+
+def _made(action: Any, calls: Sequence[tuple[str, str, dict[str, Any]]]) -> bool:
+    """Some call matches the gold action (tau2 compares ``compare_args``)."""
+    keys = action.compare_args if action.compare_args is not None else action.arguments
+    wanted = {key: action.arguments.get(key) for key in keys}
+    return any(
+        requestor == action.requestor
+        and name == action.name
+        and {key: arguments.get(key) for key in keys} == wanted
+        for requestor, name, arguments in calls
+    )
 
 
 class _LazySplits(Mapping[str, Sequence[Mapping[str, Any]]]):

@@ -41,7 +41,14 @@ _KNOWN_FIELDS: dict[str, re.Pattern[str]] = {
     "order_id": re.compile(r"(#W\d+)"),
 }
 USER_KEYWORDS: dict[str, tuple[str, ...]] = {
-    "phone_number": ("phone number", "phone", "number on the account", "line"),
+    "phone_number": (
+        "phone number",
+        "phone",
+        "number on the account",
+        "line",
+        "mobile number",
+        "cell number",
+    ),
 }
 _PRONOUNS = {
     "you are": "I am",
@@ -93,6 +100,29 @@ def opening_line(reason_for_call: str) -> str:
     return "Hi! " + _PRONOUN.sub(swap, first)
 
 
+# How agents ask for each user-side (device) tool in their own words; a scripted user does the
+# action when one of these, or the action's own instruction, appears in the agent's message.
+USER_ACTION_WORDS: dict[str, tuple[str, ...]] = {
+    "toggle_airplane_mode": ("airplane mode", "flight mode", "aeroplane mode"),
+    "toggle_data": ("mobile data", "cellular data"),
+    "toggle_roaming": ("roaming",),
+    "toggle_data_saver_mode": ("data saver",),
+    "toggle_wifi_calling": ("wi-fi calling", "wifi calling"),
+    "set_network_mode_preference": (
+        "network mode",
+        "network type",
+        "network preference",
+        "preferred network",
+    ),
+    "reboot_device": ("reboot", "restart", "turn your phone off and on", "power cycle"),
+    "reseat_sim_card": ("reseat", "remove the sim", "take out the sim", "reinsert"),
+    "reset_apn_settings": ("apn",),
+    "disconnect_vpn": ("vpn",),
+    "grant_app_permission": ("permission",),
+    "make_payment": ("make the payment", "make a payment", "pay the bill"),
+}
+
+
 def user_action_instruction(name: str, arguments: Mapping[str, Any]) -> str:
     """How an agent asks for a user-side tool call, e.g. "toggle airplane mode"."""
     words = name.replace("_", " ")
@@ -118,8 +148,14 @@ def user_scenario(task: Any) -> UserScenario:
     for action in (criteria.actions or []) if criteria is not None else []:
         instruction = user_action_instruction(action.name, action.arguments)
         if action.requestor == "user":
+            words = USER_ACTION_WORDS.get(action.name, ())
             user_actions.append(
-                {"name": action.name, "arguments": action.arguments, "instruction": instruction}
+                {
+                    "name": action.name,
+                    "arguments": action.arguments,
+                    "instruction": instruction,
+                    "triggers": [instruction, *words],
+                }
             )
     return UserScenario(
         persona=(scenario.persona or "").strip(),

@@ -329,8 +329,10 @@ def rollouts_to_batch(
 def episode_summary(rollout: Rollout) -> dict[str, Any]:
     """The numbers metrics need from one rollout (small, so it can be gathered across ranks).
 
-    ``void_rate`` counts infrastructure failures; ``void/<cause>`` names them. Success, reward
-    and turns average over every episode (a void one counts as 0, as it earned nothing).
+    ``void_rate`` counts infrastructure failures; ``void/<cause>`` names them. Where a simulated
+    user is checked, ``user_fault_rate`` counts the episodes it spoiled (void too, cause
+    ``user_simulator``) and ``user_fault/<kind>`` how. Success, reward and turns average over
+    every episode (a void one counts as 0, as it earned nothing).
     """
     summary = {
         "env": rollout.env_id.split("/")[-1],
@@ -341,8 +343,14 @@ def episode_summary(rollout: Rollout) -> dict[str, Any]:
         "void_rate": float(rollout.void),
         **{name: rollout.stats.get(name, 0) for name in _COUNTERS},
     }
+    info = rollout.reward_info or {}
     if rollout.void:
-        summary[f"void/{(rollout.reward_info or {}).get('void_cause', 'unknown')}"] = 1.0
+        summary[f"void/{info.get('void_cause', 'unknown')}"] = 1.0
+    if info.get("user_checks") or info.get("user_fault"):  # an env with a checked user
+        fault = info.get("user_fault")
+        summary["user_fault_rate"] = float(bool(fault))
+        if fault:
+            summary[f"user_fault/{fault.get('kind', 'unknown')}"] = 1.0
     return summary
 
 

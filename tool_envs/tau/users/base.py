@@ -71,6 +71,9 @@ class UserSimulator(abc.ABC):
     """
 
     usage: UserUsage
+    strategy: str = "custom"
+    """How this user plays (``scripted``, ``llm``, ``react``, ``verify``, ``reflection``,
+    ``human``): user faults are reported per strategy."""
 
     @abc.abstractmethod
     def start(
@@ -90,6 +93,11 @@ class UserSimulator(abc.ABC):
         :class:`~tool_envs.errors.InfrastructureError` with cause ``"user_simulator"`` and leaves
         its own state as before the call; the env then voids the episode.
         """
+
+    def instructions(self) -> str:
+        """What the user was told and keeps to itself this episode (its scenario, its rules):
+        a reply that repeats it is a fault (:mod:`tool_envs.tau.users.faults`)."""
+        return ""
 
     def close(self) -> None:
         """Release clients or processes (none by default)."""

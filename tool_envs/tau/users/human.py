@@ -17,17 +17,21 @@ class HumanUser(UserSimulator):
     Type ``###STOP###`` (or end the input) to end the conversation.
     """
 
+    strategy = "human"
+
     def __init__(self, stdin: TextIO | None = None, stdout: TextIO | None = None):
         self.stdin = stdin or sys.stdin
         self.stdout = stdout or sys.stdout
         self.usage = UserUsage()
         self.device: DeviceTools | None = None
+        self._instructions = ""
 
     def start(
         self, scenario: UserScenario, opening: str, device: DeviceTools | None = None
     ) -> None:
         self.usage = UserUsage()
         self.device = device
+        self._instructions = scenario.instruction()
         if device is not None:
             print(
                 "Your device's tools (type  !name {json arguments}  to use one): "
@@ -36,6 +40,9 @@ class HumanUser(UserSimulator):
             )
         print(f"--- You are the user ---\n{scenario.instruction()}", file=self.stdout)
         print(f"you (opening): {opening}", file=self.stdout)
+
+    def instructions(self) -> str:
+        return self._instructions
 
     def reply(self, agent_message: str) -> str:
         print(f"agent: {agent_message}", file=self.stdout)

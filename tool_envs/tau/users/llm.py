@@ -207,6 +207,10 @@ class LLMUser(UserSimulator):
         self._history.append({"role": "assistant", "content": answer})
         return answer
 
+    def instructions(self) -> str:
+        """The model's system prompt: the rules and the scenario."""
+        return self._history[0]["content"] if self._history else ""
+
     def close(self) -> None:
         if self._client is not None:
             self._client.close()

