@@ -238,6 +238,22 @@ def _add_serve_parser(commands: Any) -> None:
         help="bearer token clients must send (default: $TOOL_ENVS_SERVE_TOKEN); required to "
         "bind anything but a loopback address",
     )
+    serve.add_argument(
+        "--handshake-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="close a connection that has not sent its whole first request (HTTP request or "
+        "WebSocket upgrade) within this long (default 10)",
+    )
+    serve.add_argument(
+        "--max-handshakes",
+        type=int,
+        default=256,
+        metavar="N",
+        help="connections still sending their first request (no token checked yet) held at "
+        "once; the next is answered 503 (default 256)",
+    )
     ray = serve.add_argument_group(
         "on a Ray cluster (the ray extra)",
         "Start N servers as Ray actors on the cluster at $RAY_ADDRESS (or a local one started "
@@ -278,6 +294,8 @@ def _serve_command(parser: argparse.ArgumentParser, args: Any) -> int:
             max_message_bytes=args.max_message_bytes,
             token=args.token or os.environ.get(TOKEN_VARIABLE) or None,
             inline_steps=args.inline_steps,
+            handshake_timeout=args.handshake_timeout,
+            max_handshakes=args.max_handshakes,
         )
     except EnvConfigError as exc:
         parser.error(str(exc))

@@ -21,7 +21,12 @@ What keeps a server standing:
   an exception in the env becomes an ``EXECUTION_ERROR`` naming the exception;
 * a session holds only its own env: no frame names another session;
 * binds 127.0.0.1 by default; another interface needs a bearer token (``token``), checked on
-  every route but ``/health``.
+  every route but ``/health``; a token that does not match, whatever its bytes, is a 401
+  (HTTP) or a 403 (the WebSocket handshake);
+* ``handshake_timeout`` and ``max_handshakes``: a connection must send its first request head
+  within ``handshake_timeout`` seconds, and at most ``max_handshakes`` may be waiting to
+  (more are answered 503), so silent or half-sent connections hold nothing for long, before
+  any token is checked (:mod:`.handshake`); every HTTP answer closes its connection.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from pydantic import ValidationError
 
 from tool_envs.errors import EnvConfigError, MissingDependencyError
 from tool_envs.serve import protocol
+from tool_envs.serve.handshake import HandshakeLimits, guarded_protocol, one_request_per_connection
 from tool_envs.serve.protocol import Action, Observation, ResetData
 
 logger = logging.getLogger(__name__)
@@ -73,6 +79,9 @@ class ServeConfig:
         inline_steps: Run env calls on the event loop, not in each session's thread: less CPU a
             step for short, CPU-bound steps; a step that waits (a sandbox run, an LLM user, an
             MCP call) would stall every session of the server, so leave it off for those envs.
+        handshake_timeout: Seconds a new connection may take to send its first request head
+            (an HTTP request, or the WebSocket upgrade); slower ones are closed.
+        max_handshakes: Connections still sending that head at once; the next gets a 503.
     """
 
     env_id: str
@@ -84,8 +93,21 @@ class ServeConfig:
     max_message_bytes: int = 16 * 2**20
     token: str | None = None
     inline_steps: bool = False
+    handshake_timeout: float = 10.0
+    max_handshakes: int = 256
 
     def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise EnvConfigError(f"--port must be 0-65535 (0: any free port), got {self.port}")
+        if self.handshake_timeout <= 0:
+            raise EnvConfigError(f"--handshake-timeout must be > 0 s, got {self.handshake_timeout}")
+        if self.max_handshakes < 1:
+            raise EnvConfigError(f"--max-handshakes must be >= 1, got {self.max_handshakes}")
+        if self.token is not None and not _header_safe(self.token):
+            raise EnvConfigError(
+                "a bearer token is printable ASCII without spaces (it travels in an HTTP "
+                "header); pick another --token / $" + TOKEN_VARIABLE
+            )
         if self.max_sessions < 1:
             raise EnvConfigError(f"max_sessions must be >= 1, got {self.max_sessions}")
         if self.session_timeout <= 0:
@@ -102,6 +124,10 @@ class ServeConfig:
 
         tool_envs.register_envs()
         resolve_env_id(self.env_id)  # imports a ``module:EnvId``'s module; names close ids
+
+
+def _header_safe(token: str) -> bool:
+    return bool(token) and all(33 <= ord(c) <= 126 for c in token)
 
 
 def is_loopback(host: str) -> bool:
@@ -261,7 +287,7 @@ async def handle_frame(session: Session, raw: str) -> tuple[str | None, bool]:
     """The reply to one client frame, and whether the session should end."""
     try:
         message = protocol.loads(raw)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, or a number past int's limit
         return protocol.error_frame(protocol.INVALID_JSON, f"Invalid JSON: {exc}"), False
     if not isinstance(message, dict):
         return protocol.error_frame(
@@ -270,7 +296,7 @@ async def handle_frame(session: Session, raw: str) -> tuple[str | None, bool]:
     kind = message.get("type")
     if kind == "close":
         return None, True
-    if kind not in _ACTIONS:
+    if not isinstance(kind, str) or kind not in _ACTIONS:
         return protocol.error_frame(
             protocol.UNKNOWN_TYPE,
             f"Unknown message type: {kind!r}; expected one of {list(protocol.MESSAGE_TYPES)}",
@@ -324,11 +350,17 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
     env_name = config.env_id.rsplit("/", 1)[-1]
     tasks = _TaskSets(config)
 
+    expected = config.token.encode() if config.token else b""
+
     def authorized(headers: Mapping[str, str]) -> bool:
         if not config.token:
             return True
         scheme, _, given = headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(given, config.token)
+        # Starlette decodes header bytes as latin-1: encoding back gives the bytes sent, and
+        # bytes compare whatever they hold (str refuses non-ASCII).
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            given.encode("latin-1", "replace"), expected
+        )
 
     def unauthorized() -> JSONResponse:
         return JSONResponse({"detail": "missing or wrong bearer token"}, status_code=401)
@@ -398,6 +430,8 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
         return JSONResponse({"detail": f"unknown task route {action!r}"}, status_code=404)
 
     async def list_environments(request: Request) -> JSONResponse:
+        if not authorized(request.headers):
+            return unauthorized()
         return JSONResponse([env_name])
 
     async def session_socket(websocket: WebSocket) -> None:
@@ -447,7 +481,16 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
                             protocol.error_frame(protocol.INVALID_JSON, "a frame is UTF-8 JSON")
                         )
                         continue
-                reply, end = await handle_frame(session, raw)
+                try:
+                    reply, end = await handle_frame(session, raw)
+                except Exception as exc:  # a frame no rule above foresaw: answered, logged
+                    logger.warning("a frame raised %s: %s", type(exc).__name__, exc)
+                    reply, end = (
+                        protocol.error_frame(
+                            protocol.EXECUTION_ERROR, f"{type(exc).__name__}: {exc}"
+                        ),
+                        False,
+                    )
                 if end:
                     with contextlib.suppress(Exception):
                         await websocket.close()
@@ -535,11 +578,12 @@ class EnvServer:
 
         self.config = config
         self.manager = SessionManager(config)
+        self.handshakes = HandshakeLimits(config.handshake_timeout, config.max_handshakes)
         self.app = build_app(config, self.manager)
         self._socket = bind_socket(config.host, config.port)
         self.port = self._socket.getsockname()[1]
         self.url = f"http://{_url_host(config.host)}:{self.port}"
-        self._server = uvicorn.Server(_uvicorn_config(self.app, config))
+        self._server = uvicorn.Server(_uvicorn_config(self.app, config, self.handshakes))
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
         )
@@ -580,11 +624,12 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _uvicorn_config(app: Any, config: ServeConfig) -> Any:
+def _uvicorn_config(app: Any, config: ServeConfig, handshakes: HandshakeLimits) -> Any:
     import uvicorn
 
     return uvicorn.Config(
-        app,
+        one_request_per_connection(app),
+        http=guarded_protocol(handshakes),
         log_level="warning",
         ws="websockets-sansio",
         ws_max_size=config.max_message_bytes,
@@ -618,7 +663,8 @@ def serve(config: ServeConfig) -> None:
         flush=True,
     )
     try:
-        uvicorn.Server(_uvicorn_config(app, config)).run(sockets=[sock])
+        handshakes = HandshakeLimits(config.handshake_timeout, config.max_handshakes)
+        uvicorn.Server(_uvicorn_config(app, config, handshakes)).run(sockets=[sock])
     finally:
         manager.close_all()
         sock.close()
