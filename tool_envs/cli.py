@@ -195,14 +195,28 @@ def _add_eval_parser(commands: Any) -> None:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def _add_serve_parser(commands: Any) -> None:
+_SERVE_EXAMPLES = """\
+examples:
+  tool-envs serve tool_envs/TauRetail-v0 --port 8001 --env-kwargs '{"user": "scripted"}'
+  PYTHONPATH=. tool-envs serve unitconv:unitconv/UnitConv-v0 --port 8002   # your own env
+  TOOL_ENVS_SERVE_TOKEN=... tool-envs serve tool_envs/CodeExec-v0 --host 0.0.0.0
+"""
+
+
+def _add_serve_parser(commands: Any) -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve",
         help="serve a registered env over OpenEnv's protocol (WebSocket sessions on /ws)",
         description="One env per WebSocket session on /ws (reset / step / state / close), plus "
         "/health, /metadata, /schema and the task endpoints. Needs the serve extra.",
+        epilog=_SERVE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    serve.add_argument("env_id", help="registered env id, e.g. tool_envs/TauRetail-v0")
+    serve.add_argument(
+        "env_id",
+        help="registered env id, e.g. tool_envs/TauRetail-v0, or module:namespace/Name-vN for "
+        "an env your own module registers (the module is imported first)",
+    )
     serve.add_argument(
         "--host",
         help="interface to bind (default 127.0.0.1; with --ray: 127.0.0.1 when every node is "
@@ -273,6 +287,7 @@ def _add_serve_parser(commands: Any) -> None:
     ray.add_argument(
         "--max-restarts", type=int, default=3, help="restarts of a dead server (default 3)"
     )
+    return serve
 
 
 def _serve_command(parser: argparse.ArgumentParser, args: Any) -> int:
@@ -301,7 +316,14 @@ def _serve_command(parser: argparse.ArgumentParser, args: Any) -> int:
         parser.error(str(exc))
     if args.ray is not None:
         return _serve_on_ray(parser, args, config)
-    serve(config)
+    try:
+        serve(config)
+    except EnvConfigError as exc:  # found at run time (a taken port, refused kwargs): no usage
+        print(f"tool-envs serve: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # Ctrl-C before the server took over its signals
+        print(f"tool-envs serve: stopped before serving {config.env_id}", file=sys.stderr)
+        return 130
     return 0
 
 
@@ -403,7 +425,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser(
         "doctor", help="report the code sandbox's isolation level here and run one check"
     )
-    _add_serve_parser(commands)
+    serve_parser = _add_serve_parser(commands)
     from tool_envs.mcp.servers.cli import add_serve_mcp_parser  # argparse only, no mcp import
 
     add_serve_mcp_parser(commands)
@@ -514,7 +536,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(doctor())
     elif args.command == "serve":
-        return _serve_command(parser, args)
+        return _serve_command(serve_parser, args)
     elif args.command == "serve-mcp":
         from tool_envs.mcp.servers.cli import serve_mcp_command
 

@@ -33,11 +33,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import gc
 import hmac
+import inspect
 import ipaddress
 import json
 import logging
+import signal
 import socket
 import sys
 import threading
@@ -51,7 +54,7 @@ from typing import Any
 import gymnasium as gym
 from pydantic import ValidationError
 
-from tool_envs.errors import EnvConfigError, MissingDependencyError
+from tool_envs.errors import EnvConfigError, MissingDependencyError, ToolEnvsError
 from tool_envs.serve import protocol
 from tool_envs.serve.handshake import HandshakeLimits, guarded_protocol, one_request_per_connection
 from tool_envs.serve.protocol import Action, Observation, ResetData
@@ -109,11 +112,13 @@ class ServeConfig:
                 "header); pick another --token / $" + TOKEN_VARIABLE
             )
         if self.max_sessions < 1:
-            raise EnvConfigError(f"max_sessions must be >= 1, got {self.max_sessions}")
+            raise EnvConfigError(f"--max-sessions must be >= 1, got {self.max_sessions}")
         if self.session_timeout <= 0:
-            raise EnvConfigError(f"session_timeout must be > 0 s, got {self.session_timeout}")
+            raise EnvConfigError(f"--session-timeout must be > 0 s, got {self.session_timeout}")
         if self.max_message_bytes < 1024:
-            raise EnvConfigError(f"max_message_bytes must be >= 1024, got {self.max_message_bytes}")
+            raise EnvConfigError(
+                f"--max-message-bytes must be >= 1024, got {self.max_message_bytes}"
+            )
         if not is_loopback(self.host) and not self.token:
             raise EnvConfigError(
                 f"serving on {self.host!r} (not a loopback address) needs a bearer token: set "
@@ -377,7 +382,7 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
     async def metadata(request: Request) -> JSONResponse:
         if not authorized(request.headers):
             return unauthorized()
-        description = tool_envs.list_envs().get(config.env_id, "a tool_envs environment")
+        description = describe_env(config.env_id)
         return JSONResponse(
             protocol.Metadata(
                 name=config.env_id, description=description, version=tool_envs.__version__
@@ -540,6 +545,27 @@ async def _send_last(websocket: Any, text: str) -> None:
         await websocket.close()
 
 
+def describe_env(env_id: str) -> str:
+    """One line for ``/metadata``: ours from the registry, a user's from its class docstring."""
+    import tool_envs
+
+    ours = tool_envs.list_envs().get(env_id)
+    if ours:
+        return ours
+    from gymnasium.envs.registration import load_env_creator
+
+    entry_point = gym.spec(env_id).entry_point
+    try:
+        creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+    except Exception:  # described without it; making the env names the import error
+        creator = None
+    doc = getattr(creator, "__dict__", {}).get("__doc__") if creator is not None else None
+    if doc and doc.strip():
+        return " ".join(inspect.cleandoc(doc).split("\n\n")[0].split())  # its first paragraph
+    where = entry_point if isinstance(entry_point, str) else getattr(creator, "__qualname__", "")
+    return f"{env_id} ({where})"
+
+
 def _split_entry(name: str) -> dict[str, str]:
     return {"name": name, "type": name if name in {"train", "validation", "test"} else "validation"}
 
@@ -611,13 +637,31 @@ class EnvServer:
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``; :class:`EnvConfigError` names what stops it."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise EnvConfigError(_bind_failure(host, port, exc)) from None
     sock.listen(2048)  # connections queue from here on, while uvicorn starts
     sock.set_inheritable(True)
     return sock
+
+
+def _bind_failure(host: str, port: int, exc: OSError) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"port {port} on {host} is in use (another server?): pick another --port, or "
+            "--port 0 for any free one"
+        )
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{host} is not an address of this machine: pick another --host"
+    if exc.errno == errno.EACCES:
+        return f"port {port} needs privileges this user lacks: pick a --port above 1023"
+    return f"cannot listen on {host}:{port} ({exc.strerror or exc}): check --host and --port"
 
 
 def _url_host(host: str) -> str:
@@ -642,29 +686,72 @@ def _uvicorn_config(app: Any, config: ServeConfig, handshakes: HandshakeLimits) 
 
 
 def serve(config: ServeConfig) -> None:
-    """Serve until interrupted (SIGINT / SIGTERM close every session's env)."""
+    """Serve until interrupted: SIGINT (Ctrl-C) or SIGTERM close every session's env and return.
+
+    Raises:
+        EnvConfigError: the port cannot be bound, or the env cannot be made with
+            ``config.env_kwargs`` (one line naming the value and the fix).
+    """
     try:
         import uvicorn
     except ImportError as exc:
         raise MissingDependencyError("uvicorn", "serve", "tool-envs serve") from exc
-    # A bad --env-kwargs fails here, once, rather than in every session.
-    gym.make(config.env_id, **dict(config.env_kwargs)).close()
+    sock = bind_socket(config.host, config.port)  # first: a taken port fails at once
+    try:
+        check_env_kwargs(config)  # a bad --env-kwargs fails here, once, not in every session
+    except BaseException:
+        sock.close()
+        raise
     # Everything imported so far (an env may pull in transformers and torch: 200k+ objects)
     # lives as long as the server: out of the collector's sight, a full collection scans only
     # what sessions made, instead of stalling every session for ~0.1 s.
     gc.freeze()
     manager = SessionManager(config)
     app = build_app(config, manager)
-    sock = bind_socket(config.host, config.port)
     port = sock.getsockname()[1]
+    handshakes = HandshakeLimits(config.handshake_timeout, config.max_handshakes)
+    server = uvicorn.Server(_uvicorn_config(app, config, handshakes))
     print(
         f"serving {config.env_id} on http://{_url_host(config.host)}:{port} "
         f"(ws /ws, max {config.max_sessions} sessions)",
         flush=True,
     )
     try:
-        handshakes = HandshakeLimits(config.handshake_timeout, config.max_handshakes)
-        uvicorn.Server(_uvicorn_config(app, config, handshakes)).run(sockets=[sock])
+        with _stop_signals_end_quietly(server):
+            server.run(sockets=[sock])
     finally:
         manager.close_all()
         sock.close()
+    print(f"stopped serving {config.env_id}", flush=True)
+
+
+def check_env_kwargs(config: ServeConfig) -> None:
+    """Make and close the env once; a constructor that refuses the arguments is named."""
+    try:
+        gym.make(config.env_id, **dict(config.env_kwargs)).close()
+    except (TypeError, ValueError, ToolEnvsError, gym.error.Error) as exc:
+        given = json.dumps(dict(config.env_kwargs))
+        raise EnvConfigError(
+            f"cannot make {config.env_id} with --env-kwargs {given}: {exc}"
+        ) from exc
+
+
+@contextlib.contextmanager
+def _stop_signals_end_quietly(server: Any) -> Any:
+    """uvicorn stops on SIGINT / SIGTERM, then raises the signal again for the handler it
+    found (Python's: ``KeyboardInterrupt``, or death by SIGTERM). The handler here ignores that
+    echo, so a stop returns normally; a signal before uvicorn took over still interrupts."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        if not server.should_exit:  # not uvicorn's echo: stop now
+            raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
