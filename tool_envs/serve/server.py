@@ -54,7 +54,7 @@ from typing import Any
 import gymnasium as gym
 from pydantic import ValidationError
 
-from tool_envs.errors import EnvConfigError, MissingDependencyError, ToolEnvsError
+from tool_envs.errors import EnvConfigError, MissingDependencyError, TaskRowError, ToolEnvsError
 from tool_envs.serve import protocol
 from tool_envs.serve.handshake import HandshakeLimits, guarded_protocol, one_request_per_connection
 from tool_envs.serve.protocol import Action, Observation, ResetData
@@ -284,8 +284,13 @@ class SessionManager:
 _ACTIONS = {"reset", "step", "state"}
 
 
-def _exception_data(exc: BaseException) -> dict[str, Any]:
-    return {"exception": type(exc).__name__}
+def _exception_data(exc: BaseException, env_id: str) -> dict[str, Any]:
+    """What a client needs to raise the same error: its class, the row field it names (a
+    ``TaskRowError``'s), and the env this server serves."""
+    data: dict[str, Any] = {"exception": type(exc).__name__, "env_id": env_id}
+    if isinstance(getattr(exc, "field", None), str):
+        data["field"] = exc.field  # type: ignore[attr-defined]
+    return data
 
 
 async def handle_frame(session: Session, raw: str) -> tuple[str | None, bool]:
@@ -334,7 +339,9 @@ async def handle_frame(session: Session, raw: str) -> tuple[str | None, bool]:
         ), False
     except Exception as exc:
         return protocol.error_frame(
-            protocol.EXECUTION_ERROR, f"{type(exc).__name__}: {exc}", **_exception_data(exc)
+            protocol.EXECUTION_ERROR,
+            f"{type(exc).__name__}: {exc}",
+            **_exception_data(exc, session.config.env_id),
         ), False
 
 
@@ -403,36 +410,43 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
     async def task_api(request: Request) -> JSONResponse:
         if not authorized(request.headers):
             return unauthorized()
-        if request.path_params["env_name"].lower() != env_name.lower():
-            return JSONResponse({"detail": "unknown environment"}, status_code=404)
-        action = request.path_params["action"]
-        body: dict[str, Any] = {}
-        if request.method == "POST":
-            try:
-                body = await request.json()
-            except ValueError:
-                return JSONResponse({"detail": "the body is not JSON"}, status_code=400)
-            if not isinstance(body, dict):
-                return JSONResponse({"detail": "the body is a JSON object"}, status_code=400)
-        splits = await asyncio.to_thread(tasks.splits)
-        if action == "splits":
-            return JSONResponse([_split_entry(name) for name in splits])
-        rows = splits.get(str(body.get("split")))
-        if rows is None:
-            return JSONResponse(
-                {"detail": f"unknown split {body.get('split')!r}; splits: {sorted(splits)}"},
-                status_code=400,
+        name, action = request.path_params["env_name"], request.path_params["action"]
+        if name.lower() != env_name.lower():
+            return _detail(404, f"unknown environment {name!r}; this server serves {env_name}")
+        if action not in TASK_ROUTES:
+            return _detail(404, f"unknown task route {action!r}; routes: {sorted(TASK_ROUTES)}")
+        method, body_shape = TASK_ROUTES[action]
+        if request.method not in (method, "HEAD" if method == "GET" else method):
+            return _detail(
+                405,
+                f"{method} /{env_name}/{action} with a JSON body {body_shape} "
+                f"(GET /{env_name}/splits lists the splits)",
+                headers={"Allow": method},
             )
+        if action == "splits":
+            splits = await asyncio.to_thread(tasks.splits)
+            return JSONResponse([_split_entry(split) for split in splits])
+        body = await _json_body(request, config.max_message_bytes)
+        if isinstance(body, JSONResponse):
+            return body
+        if action == "gold_turns":
+            return await _gold_answer(tasks, body)
+        splits = await asyncio.to_thread(tasks.splits)
+        split = body.get("split")
+        rows = splits.get(split) if isinstance(split, str) else None
+        if rows is None:
+            given = "" if "split" not in body else f", got {split!r}"
+            return _detail(400, f'the body needs "split": one of {sorted(splits)}{given}')
         if action == "num_tasks":
             return JSONResponse({"num_tasks": len(rows)})
         if action == "tasks":
             return JSONResponse({"tasks": rows, "env_name": env_name})
-        if action == "task":
-            index = body.get("index")
-            if not isinstance(index, int) or not 0 <= index < len(rows):
-                return JSONResponse({"detail": "Invalid task index"}, status_code=400)
-            return JSONResponse({"task": rows[index]})
-        return JSONResponse({"detail": f"unknown task route {action!r}"}, status_code=404)
+        index = body.get("index")
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(rows):
+            return _detail(
+                400, f'"index" must be an integer 0-{len(rows) - 1} in {split!r}, got {index!r}'
+            )
+        return JSONResponse({"task": rows[index]})
 
     async def list_environments(request: Request) -> JSONResponse:
         if not authorized(request.headers):
@@ -511,7 +525,7 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
         Route("/metadata", metadata),
         Route("/schema", schema),
         Route("/list_environments", list_environments),
-        Route("/{env_name}/{action}", task_api, methods=["GET", "POST"]),
+        Route("/{env_name}/{action}", task_api, methods=["GET", "HEAD", "POST", "PUT", "DELETE"]),
         WebSocketRoute("/ws", session_socket),
     ]
 
@@ -519,6 +533,7 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
     async def lifespan(app: Any):
         yield
         manager.close_all()
+        tasks.close()
 
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.manager = manager
@@ -543,6 +558,58 @@ async def _send_last(websocket: Any, text: str) -> None:
     with contextlib.suppress(Exception):
         await websocket.send_text(text)
         await websocket.close()
+
+
+TASK_ROUTES: dict[str, tuple[str, str]] = {
+    "splits": ("GET", "{}"),
+    "tasks": ("POST", '{"split": "<name>"}'),
+    "num_tasks": ("POST", '{"split": "<name>"}'),
+    "task": ("POST", '{"split": "<name>", "index": <int>}'),
+    "gold_turns": ("POST", '{"task": <task row>}'),
+}
+"""OpenEnv's task routes (``/<Name-vN>/<route>``) and ours (``gold_turns``): method, body."""
+
+
+def _detail(status: int, detail: str, headers: Mapping[str, str] | None = None) -> Any:
+    from starlette.responses import JSONResponse
+
+    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+
+
+async def _json_body(request: Any, limit: int) -> Any:
+    """The request's JSON object, or the 4xx answer saying why there is none."""
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return _detail(413, f"the body is over {limit} bytes (--max-message-bytes)")
+        chunks.append(chunk)
+    try:
+        body = protocol.loads(b"".join(chunks) or b"{}")
+    except (ValueError, RecursionError) as exc:
+        return _detail(400, f"the body is not JSON: {exc}")
+    if not isinstance(body, dict):
+        return _detail(400, f"the body is a JSON object, got {type(body).__name__}")
+    return body
+
+
+async def _gold_answer(tasks: _TaskSets, body: dict[str, Any]) -> Any:
+    """``{"gold_turns": [...] | null}`` for the body's task row, or a 4xx naming the problem."""
+    from starlette.responses import JSONResponse
+
+    from tool_envs.data import validate_row
+
+    if "task" not in body:
+        return _detail(400, 'the body needs "task": a task row of this env')
+    try:
+        row = validate_row(body["task"])
+    except (TaskRowError, TypeError, ValueError, AttributeError) as exc:
+        return _detail(400, f"the task is not a valid row: {exc}")
+    try:
+        turns = await asyncio.to_thread(tasks.gold_turns, row)
+    except Exception as exc:  # the env cannot solve this row: the caller's row, not the server
+        return _detail(422, f"gold_turns raised {type(exc).__name__}: {exc}")
+    return JSONResponse({"gold_turns": None if turns is None else [str(t) for t in turns]})
 
 
 def describe_env(env_id: str) -> str:
@@ -571,26 +638,38 @@ def _split_entry(name: str) -> dict[str, str]:
 
 
 class _TaskSets:
-    """The env's own task splits, read once from a probe env (OpenEnv's task endpoints)."""
+    """What the task routes read from one probe env, made on first use and kept until the server
+    stops: the env's own splits (read once) and gold turns (asked per task row)."""
 
     def __init__(self, config: ServeConfig):
         self.config = config
         self._splits: dict[str, list[dict[str, Any]]] | None = None
+        self._probe: gym.Env | None = None
         self._lock = threading.Lock()
+
+    def _env(self) -> Any:
+        if self._probe is None:
+            self._probe = gym.make(self.config.env_id, **dict(self.config.env_kwargs))
+        return self._probe.unwrapped
 
     def splits(self) -> dict[str, list[dict[str, Any]]]:
         with self._lock:
             if self._splits is None:
-                env = gym.make(self.config.env_id, **dict(self.config.env_kwargs))
-                try:
-                    splits = env.unwrapped.task_splits()
-                    self._splits = {
-                        name: json.loads(protocol.dumps(list(rows)))
-                        for name, rows in splits.items()
-                    }
-                finally:
-                    env.close()
+                splits = self._env().task_splits()
+                self._splits = {
+                    name: json.loads(protocol.dumps(list(rows))) for name, rows in splits.items()
+                }
             return self._splits
+
+    def gold_turns(self, row: dict[str, Any]) -> list[str] | None:
+        with self._lock:
+            return self._env().gold_turns(row)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._probe is not None:
+                self._probe.close()
+                self._probe = None
 
 
 class EnvServer:
