@@ -655,7 +655,7 @@ class _TaskSets:
     def splits(self) -> dict[str, list[dict[str, Any]]]:
         with self._lock:
             if self._splits is None:
-                splits = self._env().task_splits()
+                splits = self._env().own_task_splits()
                 self._splits = {
                     name: json.loads(protocol.dumps(list(rows))) for name, rows in splits.items()
                 }
