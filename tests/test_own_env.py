@@ -51,7 +51,9 @@ def test_contributing_section_runs_as_written(own_module):
     """check, eval, tiny-model and 2 GRPO steps, from the folder that holds the module."""
     _, commands = contributing_section()
     assert commands[0] == "export PYTHONPATH=$PWD"
-    env = {**os.environ, "PYTHONPATH": str(own_module), "PATH": f"{BIN}:{os.environ['PATH']}"}
+    # The module's folder goes in front of the PYTHONPATH there is (a checkout run from it).
+    path = os.pathsep.join(filter(None, [str(own_module), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "PATH": f"{BIN}:{os.environ['PATH']}"}
     outputs = []
     for command in commands[1:]:
         words = shlex.split(command)
@@ -74,6 +76,13 @@ def test_contributing_section_runs_as_written(own_module):
     assert "unitconv/UnitConv-v0: 120 tasks" in grpo and "[done] 2 steps" in grpo
     records = (own_module / "outputs/unitconv-grpo/metrics.jsonl").read_text().splitlines()
     assert [json.loads(r)["step"] for r in records if "env/reward" in r] == [1, 2]
+    # A cold model: no group has a reward signal, and the run says so and what to do; the
+    # turns it played are counted, and the held-out summary is named for the run.
+    assert "WARNING: no reward signal in any of this run's 2 steps" in grpo
+    assert "recipes/train_sft.py" in grpo
+    steps = [line for line in grpo.splitlines() if line.startswith("[step ")]
+    assert len(steps) == 2 and not any(" turns 0 " in line for line in steps), steps
+    assert (own_module / "outputs/unitconv-grpo/unitconv-grpo-summary.json").is_file()
 
 
 def test_a_row_may_name_the_env_with_or_without_its_module(own_module):

@@ -290,7 +290,7 @@ def test_sft_then_grpo_short_runs(tiny_model, calculator_tasks, tmp_path):
     # Held-out greedy success before and after, paired on the same 8 unseen tasks.
     assert "Held-out greedy success (8 tasks no training step saw)" in out
     assert "exact McNemar p-value" in out
-    summary = json.loads((grpo_dir / "demo_summary.json").read_text())
+    summary = json.loads((grpo_dir / "grpo-summary.json").read_text())  # named for the run
     assert summary["n_tasks"] == 8 and summary["steps"] == 2 and summary["seconds"] > 0
     assert 0 <= summary["success_before"] <= 1 and 0 <= summary["success_after"] <= 1
     assert 0 < summary["p_value"] <= 1

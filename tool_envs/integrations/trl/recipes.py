@@ -114,6 +114,24 @@ class EpisodeArguments(TaskArguments):
             "help": "Seconds an env step may take; past it the episode is void (not trained on)."
         },
     )
+    no_signal_steps: int = field(
+        default=10,
+        metadata={
+            "help": "Warn when every GRPO group got equal rewards (nothing to learn from) for "
+            "this many steps in a row, or in a whole shorter run; 0: never."
+        },
+    )
+
+    def signal_watch(self) -> list[Any]:
+        """The trainer callbacks that watch for a run without reward signal (none with
+        ``no_signal_steps: 0``)."""
+        if self.no_signal_steps < 0:
+            raise EnvConfigError(f"no_signal_steps must be >= 0, got {self.no_signal_steps}")
+        if not self.no_signal_steps:
+            return []
+        from tool_envs.integrations.trl.callbacks import RewardSignalWatch
+
+        return [RewardSignalWatch(self.no_signal_steps)]
 
     def check_episodes(
         self,

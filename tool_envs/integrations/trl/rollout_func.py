@@ -329,14 +329,16 @@ def rollouts_to_batch(
 def episode_summary(rollout: Rollout) -> dict[str, Any]:
     """The numbers metrics need from one rollout (small, so it can be gathered across ranks).
 
-    ``void_rate`` counts infrastructure failures; ``void/<cause>`` names them. Success, reward
-    and turns average over every episode (a void one counts as 0, as it earned nothing).
+    ``void_rate`` counts infrastructure failures; ``void/<cause>`` names them. Success and
+    reward average over every episode (a void one counts as 0, as it earned nothing). ``turns``
+    counts the policy turns played, a last one cut by the token budget included: an episode
+    truncated in its first turn played one, which the env never counted (it was not stepped).
     """
     summary = {
         "env": rollout.env_id.split("/")[-1],
         "success_rate": float(rollout.success),
         "reward": rollout.reward,
-        "turns": rollout.turns,
+        "turns": max(rollout.turns, len(rollout.policy_texts)),
         "truncated_rate": float(rollout.truncated),
         "void_rate": float(rollout.void),
         **{name: rollout.stats.get(name, 0) for name in _COUNTERS},
