@@ -343,6 +343,8 @@ def _serve_on_ray(parser: argparse.ArgumentParser, args: Any, config: Any) -> in
             max_restarts=args.max_restarts,
             session_timeout=args.session_timeout,
             inline_steps=args.inline_steps,
+            handshake_timeout=args.handshake_timeout,
+            max_handshakes=args.max_handshakes,
         )
     except EnvConfigError as exc:
         parser.error(str(exc))

@@ -716,15 +716,16 @@ class EnvServer:
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
-    """A listening socket on ``host:port``; :class:`EnvConfigError` names what stops it."""
+    """A listening socket on ``host:port`` (``OSError`` as ``socket.bind`` raises it: a Ray
+    actor serves at another port when its own is taken)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
-    except OSError as exc:
+    except OSError:
         sock.close()
-        raise EnvConfigError(_bind_failure(host, port, exc)) from None
+        raise
     sock.listen(2048)  # connections queue from here on, while uvicorn starts
     sock.set_inheritable(True)
     return sock
@@ -775,7 +776,10 @@ def serve(config: ServeConfig) -> None:
         import uvicorn
     except ImportError as exc:
         raise MissingDependencyError("uvicorn", "serve", "tool-envs serve") from exc
-    sock = bind_socket(config.host, config.port)  # first: a taken port fails at once
+    try:  # first: a taken port fails at once
+        sock = bind_socket(config.host, config.port)
+    except OSError as exc:
+        raise EnvConfigError(_bind_failure(config.host, config.port, exc)) from None
     try:
         check_env_kwargs(config)  # a bad --env-kwargs fails here, once, not in every session
     except BaseException:
