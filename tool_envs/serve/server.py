@@ -423,15 +423,17 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
                 f"(GET /{env_name}/splits lists the splits)",
                 headers={"Allow": method},
             )
-        if action == "splits":
-            splits = await asyncio.to_thread(tasks.splits)
-            return JSONResponse([_split_entry(split) for split in splits])
-        body = await _json_body(request, config.max_message_bytes)
+        body = {} if action == "splits" else await _json_body(request, config.max_message_bytes)
         if isinstance(body, JSONResponse):
             return body
         if action == "gold_turns":
             return await _gold_answer(tasks, body)
-        splits = await asyncio.to_thread(tasks.splits)
+        try:
+            splits = await asyncio.to_thread(tasks.splits)
+        except Exception as exc:  # an env without task sets (OpenEnv's answer: 501)
+            return _detail(501, f"{config.env_id} has no task splits ({type(exc).__name__}: {exc})")
+        if action == "splits":
+            return JSONResponse([_split_entry(split) for split in splits])
         split = body.get("split")
         rows = splits.get(split) if isinstance(split, str) else None
         if rows is None:
