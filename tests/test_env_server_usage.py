@@ -97,7 +97,7 @@ def test_eval_refuses_options_a_served_env_cannot_honour(tmp_path, option):
     assert str(refused.value) == (
         f"--{option} {value} cannot reach {RETAIL}: it is served (--env-servers), so its "
         f"constructor arguments are the server's; start it with `tool-envs serve {RETAIL} "
-        f"--env-kwargs '{{\"{option}\": \"{value}\"}}'` and leave --{option} out"
+        f'--env-kwargs \'{{"{option}": "{value}"}}\'` and leave --{option} out'
     )
     assert not (tmp_path / "run" / "run.json").exists()
 
