@@ -106,7 +106,7 @@ def train(env_args: AsyncEnvArguments, args: AsyncGRPOConfig, env_servers: dict)
         train_dataset=to_dataset(rows),
         processing_class=tokenizer,
         rollout_worker=worker,
-        callbacks=[UserFaultWatch()],
+        callbacks=[UserFaultWatch(), *env_args.signal_watch()],
     )
     trainer.train()
     trainer.save_model(args.output_dir)

@@ -78,9 +78,12 @@ class EnvArguments(EpisodeArguments):
         },
     )
     heldout_tasks: int = field(default=200, metadata={"help": "Most tasks from heldout_split."})
-    heldout_summary: str = field(
-        default="heldout_summary.json",
-        metadata={"help": "File in output_dir for the before/after comparison."},
+    heldout_summary: str | None = field(
+        default=None,
+        metadata={
+            "help": "File in output_dir for the before/after comparison (default: named for "
+            "the run, <output_dir's name>-summary.json, e.g. calculator-grpo-summary.json)."
+        },
     )
     dry_run: bool = field(
         default=False, metadata={"help": "Validate config, tasks, envs, template."}
@@ -155,7 +158,11 @@ def train(
             rollout_engine=env_args.rollout_engine,
         ),
         environment_factory=TaskRowEnvironment,
-        callbacks=[MetricsFile(metrics_path, resume_from_checkpoint=resume), UserFaultWatch()],
+        callbacks=[
+            MetricsFile(metrics_path, resume_from_checkpoint=resume),
+            UserFaultWatch(),
+            *env_args.signal_watch(),
+        ],
         vllm_weight_sync=env_args.vllm_weight_sync,
         vllm_sync_dir=env_args.vllm_sync_dir,
         unpadded_scoring=env_args.unpadded_scoring,
@@ -183,9 +190,8 @@ def train(
             print(comparison.table())
             seconds = round(time.perf_counter() - started, 1)
             steps = trainer.state.global_step
-            summary = comparison.write(
-                output / env_args.heldout_summary, steps=steps, seconds=seconds
-            )
+            name = env_args.heldout_summary or f"{output.resolve().name}-summary.json"
+            summary = comparison.write(output / name, steps=steps, seconds=seconds)
             print(f"held-out comparison: {summary}")
 
 

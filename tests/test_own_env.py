@@ -9,6 +9,7 @@ import re
 import shlex
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import gymnasium as gym
@@ -50,7 +51,9 @@ def test_contributing_section_runs_as_written(own_module):
     """check, eval, tiny-model and 2 GRPO steps, from the folder that holds the module."""
     _, commands = contributing_section()
     assert commands[0] == "export PYTHONPATH=$PWD"
-    env = {**os.environ, "PYTHONPATH": str(own_module), "PATH": f"{BIN}:{os.environ['PATH']}"}
+    # The module's folder goes in front of the PYTHONPATH there is (a checkout run from it).
+    path = os.pathsep.join(filter(None, [str(own_module), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "PATH": f"{BIN}:{os.environ['PATH']}"}
     outputs = []
     for command in commands[1:]:
         words = shlex.split(command)
@@ -73,6 +76,13 @@ def test_contributing_section_runs_as_written(own_module):
     assert "unitconv/UnitConv-v0: 120 tasks" in grpo and "[done] 2 steps" in grpo
     records = (own_module / "outputs/unitconv-grpo/metrics.jsonl").read_text().splitlines()
     assert [json.loads(r)["step"] for r in records if "env/reward" in r] == [1, 2]
+    # A cold model: no group has a reward signal, and the run says so and what to do; the
+    # turns it played are counted, and the held-out summary is named for the run.
+    assert "WARNING: no reward signal in any of this run's 2 steps" in grpo
+    assert "recipes/train_sft.py" in grpo
+    steps = [line for line in grpo.splitlines() if line.startswith("[step ")]
+    assert len(steps) == 2 and not any(" turns 0 " in line for line in steps), steps
+    assert (own_module / "outputs/unitconv-grpo/unitconv-grpo-summary.json").is_file()
 
 
 def test_a_row_may_name_the_env_with_or_without_its_module(own_module):
@@ -186,3 +196,63 @@ def test_info_problems_name_each_broken_promise():
     assert info_problems({**good, "reward_info": None}, 0.0, True, False) == [
         "the episode terminated but info['reward_info'] is None"
     ]
+
+
+# -- one of our env classes under another id -----------------------------------------------------
+
+
+@pytest.fixture
+def my_calculator():
+    """CalculatorEnv registered as ``my/Calc-v0`` with other defaults (a Gymnasium habit)."""
+    gym.register(
+        "my/Calc-v0",
+        entry_point="tool_envs.calculator.env:CalculatorEnv",
+        max_episode_steps=3,
+        kwargs={"parser": "hermes"},
+    )
+    yield "my/Calc-v0"
+    del gym.registry["my/Calc-v0"]
+
+
+def test_a_class_registered_under_another_id_plays_its_own_tasks(my_calculator):
+    from tool_envs.data import load_task_sources
+
+    env = gym.make(my_calculator)
+    env.reset(seed=0)  # a task drawn from the class's own set
+    task = env.unwrapped.task
+    assert task["env_id"] == my_calculator
+    for turn in env.unwrapped.gold_turns(task):
+        _, reward, terminated, _, _ = env.step(turn)
+    assert terminated and reward == 1.0
+    splits = env.unwrapped.own_task_splits()
+    assert {row["env_id"] for rows in splits.values() for row in rows} == {my_calculator}
+    # Rows given explicitly still route by their env_id: one for Calculator-v0 is not its.
+    theirs = gym.make("tool_envs/Calculator-v0").unwrapped.task_splits()["test"][0]
+    with pytest.raises(TaskRowError, match="this env is 'my/Calc-v0'"):
+        env.reset(options={"task": theirs})
+    env.close()
+    # Its own tasks, as eval and the recipes load them, route to it (and its defaults).
+    rows = load_task_sources([my_calculator], "test", limit=3)
+    assert {row["env_id"] for row in rows} == {my_calculator}
+    lines: list[str] = []
+    assert check_env_id(my_calculator, echo=lines.append), lines
+
+
+def test_a_served_class_under_another_id_serves_its_own_tasks(my_calculator):
+    from tool_envs.serve import EnvServer, RemoteEnv, ServeConfig
+
+    with EnvServer(ServeConfig(my_calculator)) as server:
+        request = urllib.request.Request(
+            f"{server.url}/Calc-v0/task",
+            data=json.dumps({"split": "test", "index": 0}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            row = json.loads(answer.read())["task"]
+        assert row["env_id"] == my_calculator
+        remote = RemoteEnv(server.url)
+        try:
+            remote.reset(options={"task": row})
+            remote.reset(seed=0)
+        finally:
+            remote.close()

@@ -176,6 +176,46 @@ def test_dry_run_rejects_a_template_that_drops_tool_calls(tiny_model, calculator
     assert "chat template cannot be used" in err
 
 
+@pytest.mark.parametrize(
+    "option, value, expected",
+    [
+        (
+            "--env_servers",
+            '{"tool_envs/Calculator-v0": "DEAD"}',
+            "no env server can take an episode (DEAD: cannot connect",
+        ),
+        (
+            "--env_kwargs",
+            '{"tool_envs/Calculator-v0": {"colour": 1}}',
+            'cannot make tool_envs/Calculator-v0 with env_kwargs {"colour": 1}: ',
+        ),
+        (
+            "--env_servers",
+            '{"tool_envs/TauRetail-v0": "DEAD"}',
+            "env_servers names ['tool_envs/TauRetail-v0'], which no task of this run uses "
+            "(their envs: ['tool_envs/Calculator-v0'])",
+        ),
+    ],
+    ids=["dead-servers", "unknown-env-kwarg", "servers-of-no-task"],
+)
+def test_a_dry_run_names_bad_env_settings_in_one_line(
+    tiny_model, calculator_tasks, tmp_path, option, value, expected
+):
+    from failing_servers import killed_url
+
+    dead = killed_url().removesuffix("/v1")
+    _, err = run_here(
+        "train_grpo.py",
+        *("--config", REPO / "recipes/configs/calculator_cpu_grpo.yaml"),
+        *("--tasks", calculator_tasks, "--model_name_or_path", tiny_model),
+        *("--output_dir", tmp_path, option, value.replace("DEAD", dead), "--dry_run"),
+        exit_code=2,
+    )
+    assert "Traceback" not in err, err
+    [line] = [line for line in err.splitlines() if "error" in line.lower()]  # datasets' bars aside
+    assert line.startswith("train_grpo.py: error: " + expected.replace("DEAD", dead)), err
+
+
 def test_sft_then_grpo_short_runs(tiny_model, calculator_tasks, tmp_path):
     sft_dir, grpo_dir = tmp_path / "sft", tmp_path / "grpo"
     out, err = run(
@@ -250,7 +290,7 @@ def test_sft_then_grpo_short_runs(tiny_model, calculator_tasks, tmp_path):
     # Held-out greedy success before and after, paired on the same 8 unseen tasks.
     assert "Held-out greedy success (8 tasks no training step saw)" in out
     assert "exact McNemar p-value" in out
-    summary = json.loads((grpo_dir / "demo_summary.json").read_text())
+    summary = json.loads((grpo_dir / "grpo-summary.json").read_text())  # named for the run
     assert summary["n_tasks"] == 8 and summary["steps"] == 2 and summary["seconds"] > 0
     assert 0 <= summary["success_before"] <= 1 and 0 <= summary["success_after"] <= 1
     assert 0 < summary["p_value"] <= 1

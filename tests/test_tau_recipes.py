@@ -79,5 +79,5 @@ def test_sft_on_gold_conversations_then_grpo_steps(tiny_retail, retail_tasks, tm
     # The config adds partial credit for the gold actions made to the env's reward.
     assert all("rewards/env_progress/mean" in r for r in steps), "the shaping term is logged"
     assert "Held-out greedy success (2 tasks no training step saw)" in out
-    summary = json.loads((grpo_dir / "demo_summary.json").read_text())
+    summary = json.loads((grpo_dir / f"{grpo_dir.name}-summary.json").read_text())
     assert summary["n_tasks"] == 2 and summary["steps"] == 2

@@ -307,3 +307,31 @@ def test_a_resume_the_callback_was_not_told_of_is_an_error(tmp_path):
     checkpoint = tmp_path / "whole" / "out" / "checkpoint-6"
     with pytest.raises(ValueError, match="resumed at step 6 from a checkpoint this callback"):
         trainer.train(resume_from_checkpoint=str(checkpoint))
+
+
+def test_the_reward_signal_watch_warns_once_per_quiet_stretch_and_at_the_end():
+    """TRL's own log keys (``frac_reward_zero_std``, or ``reward_std`` where a trainer logs only
+    that) through the Trainer's own state and control objects."""
+    from transformers import TrainerState
+
+    from tool_envs.integrations.trl.callbacks import RewardSignalWatch
+
+    lines: list[str] = []
+    watch = RewardSignalWatch(steps=3, echo=lines.append)
+    state, control = TrainerState(), TrainerControl()
+    for step, quiet in enumerate([1.0, 1.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0], start=1):
+        state.global_step = step
+        watch.on_log(None, state, control, logs={"frac_reward_zero_std": quiet, "loss": 0.0})
+    [line] = lines
+    assert line.startswith("WARNING: no reward signal in steps 4-6: ")
+    watch.on_train_end(None, state, control)
+    assert len(lines) == 1  # the run had a signal at step 3: no end-of-run verdict
+
+    short: list[str] = []
+    watch = RewardSignalWatch(steps=10, echo=short.append)
+    for step in (1, 2):
+        state.global_step = step
+        watch.on_log(None, state, control, logs={"reward_std": 0.0})
+    watch.on_train_end(None, state, control)
+    [line] = short  # shorter than 10 steps, never a signal: said at the end
+    assert line.startswith("WARNING: no reward signal in any of this run's 2 steps:")

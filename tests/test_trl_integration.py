@@ -243,3 +243,28 @@ def test_void_episodes_are_masked_out_of_the_loss_and_counted(tiny, tmp_path, mo
     policy_tokens = [sum(mask) for mask in output["env_mask"]]
     assert logged["completions/mean_length"] == pytest.approx(sum(policy_tokens) / 8)
     assert logged["rewards/env_reward/mean"] == 1.0  # the void group is not scored as 0
+
+
+def test_a_run_without_reward_signal_says_so_and_counts_the_turns_it_played(
+    tiny, tmp_path, monkeypatch
+):
+    """A cold model on env_reward alone: every group's rewards are equal (all 0), so GRPO has
+    nothing to learn from; the run says so after ``steps`` such steps, once, and points to the
+    SFT warm start. Its turns, cut by the token budget, are counted, not shown as 0."""
+    from tool_envs.integrations.trl.callbacks import RewardSignalWatch
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    rows = default_splits()["train"][:8]
+    lines: list[str] = []
+    trainer = make_trainer(
+        tiny, tmp_path, rows, make_rollout_func(max_tokens_per_turn=24), max_steps=3
+    )
+    trainer.add_callback(RewardSignalWatch(steps=2, echo=lines.append))
+    trainer.train()
+    logged = [entry for entry in trainer.state.log_history if "env/reward" in entry]
+    assert [entry["env/reward"] for entry in logged] == [0.0, 0.0, 0.0]
+    # Each episode played at least its first turn, however it ended (most cut by the budget).
+    assert all(entry["env/turns"] >= 1 and entry["env/truncated_rate"] > 0 for entry in logged)
+    [warning] = lines
+    assert warning.startswith("WARNING: no reward signal in steps 1-2:")
+    assert "SFT" in warning and "recipes/train_sft.py" in warning

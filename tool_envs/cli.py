@@ -195,14 +195,28 @@ def _add_eval_parser(commands: Any) -> None:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def _add_serve_parser(commands: Any) -> None:
+_SERVE_EXAMPLES = """\
+examples:
+  tool-envs serve tool_envs/TauRetail-v0 --port 8001 --env-kwargs '{"user": "scripted"}'
+  PYTHONPATH=. tool-envs serve unitconv:unitconv/UnitConv-v0 --port 8002   # your own env
+  TOOL_ENVS_SERVE_TOKEN=... tool-envs serve tool_envs/CodeExec-v0 --host 0.0.0.0
+"""
+
+
+def _add_serve_parser(commands: Any) -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve",
         help="serve a registered env over OpenEnv's protocol (WebSocket sessions on /ws)",
         description="One env per WebSocket session on /ws (reset / step / state / close), plus "
         "/health, /metadata, /schema and the task endpoints. Needs the serve extra.",
+        epilog=_SERVE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    serve.add_argument("env_id", help="registered env id, e.g. tool_envs/TauRetail-v0")
+    serve.add_argument(
+        "env_id",
+        help="registered env id, e.g. tool_envs/TauRetail-v0, or module:namespace/Name-vN for "
+        "an env your own module registers (the module is imported first)",
+    )
     serve.add_argument(
         "--host",
         help="interface to bind (default 127.0.0.1; with --ray: 127.0.0.1 when every node is "
@@ -238,6 +252,22 @@ def _add_serve_parser(commands: Any) -> None:
         help="bearer token clients must send (default: $TOOL_ENVS_SERVE_TOKEN); required to "
         "bind anything but a loopback address",
     )
+    serve.add_argument(
+        "--handshake-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="close a connection that has not sent its whole first request (HTTP request or "
+        "WebSocket upgrade) within this long (default 10)",
+    )
+    serve.add_argument(
+        "--max-handshakes",
+        type=int,
+        default=256,
+        metavar="N",
+        help="connections still sending their first request (no token checked yet) held at "
+        "once; the next is answered 503 (default 256)",
+    )
     ray = serve.add_argument_group(
         "on a Ray cluster (the ray extra)",
         "Start N servers as Ray actors on the cluster at $RAY_ADDRESS (or a local one started "
@@ -257,6 +287,7 @@ def _add_serve_parser(commands: Any) -> None:
     ray.add_argument(
         "--max-restarts", type=int, default=3, help="restarts of a dead server (default 3)"
     )
+    return serve
 
 
 def _serve_command(parser: argparse.ArgumentParser, args: Any) -> int:
@@ -278,12 +309,21 @@ def _serve_command(parser: argparse.ArgumentParser, args: Any) -> int:
             max_message_bytes=args.max_message_bytes,
             token=args.token or os.environ.get(TOKEN_VARIABLE) or None,
             inline_steps=args.inline_steps,
+            handshake_timeout=args.handshake_timeout,
+            max_handshakes=args.max_handshakes,
         )
     except EnvConfigError as exc:
         parser.error(str(exc))
     if args.ray is not None:
         return _serve_on_ray(parser, args, config)
-    serve(config)
+    try:
+        serve(config)
+    except EnvConfigError as exc:  # found at run time (a taken port, refused kwargs): no usage
+        print(f"tool-envs serve: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # Ctrl-C before the server took over its signals
+        print(f"tool-envs serve: stopped before serving {config.env_id}", file=sys.stderr)
+        return 130
     return 0
 
 
@@ -303,6 +343,8 @@ def _serve_on_ray(parser: argparse.ArgumentParser, args: Any, config: Any) -> in
             max_restarts=args.max_restarts,
             session_timeout=args.session_timeout,
             inline_steps=args.inline_steps,
+            handshake_timeout=args.handshake_timeout,
+            max_handshakes=args.max_handshakes,
         )
     except EnvConfigError as exc:
         parser.error(str(exc))
@@ -391,7 +433,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser(
         "doctor", help="report the code sandbox's isolation level here and run one check"
     )
-    _add_serve_parser(commands)
+    serve_parser = _add_serve_parser(commands)
     from tool_envs.mcp.servers.cli import add_serve_mcp_parser  # argparse only, no mcp import
 
     add_serve_mcp_parser(commands)
@@ -506,7 +548,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(doctor())
     elif args.command == "serve":
-        return _serve_command(parser, args)
+        return _serve_command(serve_parser, args)
     elif args.command == "serve-mcp":
         from tool_envs.mcp.servers.cli import serve_mcp_command
 

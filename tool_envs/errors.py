@@ -60,6 +60,7 @@ re-exported here, imported on first use so that this module stays light.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from tool_envs._lazy import lazy_dir, lazy_exports
@@ -208,19 +209,32 @@ class EnvServerUnavailableError(ToolEnvsError, ConnectionError):
 
     Raised by ``RemoteEnv.reset`` (and so by the rollout engines) when every server URL is dead
     (connection refused, handshake timed out) or full. Mid-episode failures do not raise: they
-    void the episode (``void_cause="env_server"``).
+    void the episode (``void_cause="env_server"``). The fix named depends on why: a dead server
+    is started (or its URL replaced), a full one is joined by more servers or given a larger
+    ``--max-sessions``.
 
     Attributes:
         failures: URL -> why it could not be used.
+        full: The URLs that answered that they are full.
     """
 
-    def __init__(self, failures: dict[str, str]):
+    def __init__(self, failures: dict[str, str], full: Iterable[str] = ()):
         self.failures = dict(failures)
+        self.full = set(full) & set(self.failures)
         listed = "; ".join(f"{url}: {why}" for url, why in self.failures.items())
-        super().__init__(
-            f"no env server can take an episode ({listed}). Start `tool-envs serve ENV_ID "
-            "--port N` at those URLs, or pass live ones (env_servers=...)."
-        )
+        fixes = []
+        if self.full:
+            fixes.append(
+                "A full server takes no more sessions: start more servers and add their URLs, "
+                "or restart them with a larger --max-sessions."
+            )
+        if set(self.failures) - self.full:
+            where = "those URLs" if not self.full else "the other URLs"
+            fixes.append(
+                f"Start `tool-envs serve ENV_ID --port N` at {where}, or pass live ones "
+                "(env_servers=...)."
+            )
+        super().__init__(f"no env server can take an episode ({listed}). {' '.join(fixes)}")
 
 
 class RemoteEnvError(ToolEnvsError, RuntimeError):

@@ -196,6 +196,32 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
         """Named splits of the env's own task set; by default one ``train`` split."""
         return {"train": self.tasks}
 
+    def own_task_splits(self) -> dict[str, list[Mapping[str, Any]]]:
+        """:meth:`task_splits` with every row's ``env_id`` the id this env was made under.
+
+        A class's own tasks belong to it whatever id it is registered under: registering
+        ``CalculatorEnv`` as ``my/Calc-v0`` (to change its defaults) gives rows for
+        ``my/Calc-v0``, which route back to it. Read these, not :meth:`task_splits`, wherever
+        the env's own tasks are handed on (servers, eval, the recipes).
+        """
+        return {name: self._own_rows(rows) for name, rows in self.task_splits().items()}
+
+    def _own_rows(self, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """``rows`` of the env's own task set, each naming the id this env was made under
+        (unchanged when it was made without ``gymnasium.make``, or already names it)."""
+        spec = self.unwrapped.spec
+        if spec is None:
+            return list(rows)
+        own = []
+        for row in rows:
+            named = row.get("env_id") or row.get("env_class")
+            if isinstance(named, str) and registered_id(named) == spec.id:
+                own.append(row)
+            else:
+                kept = {key: value for key, value in row.items() if key != "env_class"}
+                own.append({**kept, "env_id": spec.id})
+        return own
+
     def gold_turns(self, task: Mapping[str, Any]) -> list[str] | None:
         """Assistant turns (raw text) that solve ``task``, or None if the env has no gold.
 
@@ -240,9 +266,9 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
         """
         if self._tasks is None:
             if self._task_source is not None:
-                tasks = load_tasks(self._task_source)
-            else:
-                tasks = _validated_default_tasks(self.default_tasks())
+                tasks = load_tasks(self._task_source)  # given rows route by their env_id
+            else:  # the class's own: its rows, whatever id it was registered under
+                tasks = self._own_rows(_validated_default_tasks(self.default_tasks()))
             if not tasks:
                 raise EnvConfigError(f"{type(self).__name__} has an empty task set")
             for index, task in enumerate(tasks):

@@ -57,7 +57,7 @@ def _env_tasks(env_id: str, split: str) -> list[dict[str, Any]]:
     gym.register_envs(tool_envs)
     env = gym.make(env_id)
     try:
-        available = env.unwrapped.task_splits()
+        available = env.unwrapped.own_task_splits()
         if split not in available:
             raise EnvConfigError(f"{env_id} has no split {split!r}; it has {sorted(available)}")
         rows = load_tasks(list(available[split]))

@@ -26,7 +26,7 @@ __all__ = ["check_env_id"]
 
 def _gold_task(env: gym.Env) -> tuple[str, dict[str, Any]] | None:
     """The first task of the env's test split (else of its first split), if it has gold turns."""
-    splits = env.unwrapped.task_splits()
+    splits = env.unwrapped.own_task_splits()
     name = "test" if "test" in splits else next(iter(splits), None)
     if name is None or not splits[name]:
         return None

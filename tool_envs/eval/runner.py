@@ -36,6 +36,7 @@ from typing import Any
 import gymnasium as gym
 
 from tool_envs.core.outcome import VOID, outcome_of, void_info
+from tool_envs.errors import ToolEnvsError
 from tool_envs.eval.agents import (
     Agent,
     EpisodeInterrupted,
@@ -97,8 +98,9 @@ class EvalConfig:
         where: Keep tasks whose ``extra_info`` has these values.
         env_kwargs: Per env id, extra ``gymnasium.make`` arguments.
         env_servers: Per env id, ``tool-envs serve`` URL(s): those envs are played on the
-            servers (their constructor arguments, ``--user`` and ``--parser`` included, are
-            the servers'); a dead server voids its trials, which a rerun replays.
+            servers, whose constructor arguments they have (``env_kwargs``, ``user`` or
+            ``parser`` for a served env that takes them are refused); a dead server voids its
+            trials, which a rerun replays. The gold agent asks the servers for gold turns.
         user: Passed as ``user=`` to the envs that have a simulated user (the others are made
             without it).
         parser: Passed as ``parser=`` to every env (the tool-call parser in text mode).
@@ -348,12 +350,34 @@ def _check_user_applies(config: EvalConfig, env_ids: list[str]) -> None:
         )
 
 
+def _check_served_options(config: EvalConfig, env_ids: list[str]) -> None:
+    """``--user`` and ``--parser`` become constructor arguments, which a served env takes from its
+    server only: refused for the served envs that take them, rather than recorded in
+    ``run.json`` as if they had been used."""
+    for env_id in env_ids:
+        if for_env(config.env_servers, env_id) is None:
+            continue
+        for option, value in (("user", config.user), ("parser", config.parser)):
+            if value is not None and env_takes(env_id, option):
+                kwargs = json.dumps({option: value})
+                raise EvalError(
+                    f"--{option} {value} cannot reach {env_id}: it is served (--env-servers), "
+                    "so its constructor arguments are the server's; start it with `tool-envs "
+                    f"serve {env_id} --env-kwargs '{kwargs}'` and leave --{option} out"
+                )
+
+
 def _preflight(config: EvalConfig, tasks: dict[str, list[EvalTask]]) -> None:
     """Make each env once, so bad kwargs fail before any API call, with a clear message."""
     pool = _EnvPool(config)
     try:
-        for env_id in tasks:
-            pool.get(env_id)
+        for env_id, env_tasks in tasks.items():
+            env = pool.get(env_id)
+            if config.agent == "gold" and for_env(config.env_servers, env_id) is not None:
+                try:  # a server that cannot give gold turns fails here, not every trial
+                    env.unwrapped.gold_turns(env_tasks[0].row)
+                except ToolEnvsError as exc:
+                    raise EvalError(f"--agent gold cannot play {env_id}: {exc}") from exc
     finally:
         pool.close()
 
@@ -474,13 +498,18 @@ def run_eval(config: EvalConfig) -> EvalResult:
     from tool_envs.eval.report import write_reports
 
     config.validate()
-    for env_id in config.env_kwargs:
+    for env_id in [*config.env_kwargs, *config.env_servers]:
         resolve_env_id(env_id)
     tasks = load_eval_tasks(config.envs, config.split, config.limit, config.where)
-    unknown = {registered_id(env_id) for env_id in config.env_kwargs} - set(tasks)
-    if unknown:
-        raise EvalError(f"--env-kwargs names {sorted(unknown)}, which this run does not evaluate")
+    for option, by_env in (
+        ("--env-kwargs", config.env_kwargs),
+        ("--env-servers", config.env_servers),
+    ):
+        unknown = {registered_id(env_id) for env_id in by_env} - set(tasks)
+        if unknown:
+            raise EvalError(f"{option} names {sorted(unknown)}, which this run does not evaluate")
     _check_user_applies(config, list(tasks))
+    _check_served_options(config, list(tasks))
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     store = TrajectoryStore(out / TRAJECTORIES)

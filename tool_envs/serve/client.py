@@ -7,7 +7,7 @@ import copy
 import functools
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -42,6 +42,10 @@ class _ServerGone(Exception):
 
 class _ServerFull(Exception):
     """The server answered CAPACITY_REACHED."""
+
+    def __init__(self, url: str | None, active: Any, limit: Any):
+        self.url, self.active, self.limit = url, active, limit
+        super().__init__(f"full, {active}/{limit} sessions (--max-sessions {limit})")
 
 
 class RemoteEnv(gym.Env[list[Message], Any]):
@@ -128,15 +132,20 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         if options is not None:
             data["options"] = options
         failures: dict[str, str] = {}
+        full: set[str] = set()
         tried: set[str] = set()
         while True:
             if self._ws is None and not self._open_session(tried, failures):
-                raise self.pool.unavailable(failures)
+                raise self.pool.unavailable(failures, full)
             url = self.url
             try:
                 answer = self._request({"type": "reset", "data": data}, self.reset_timeout)
                 break
-            except (_ServerGone, _ServerFull) as exc:
+            except _ServerFull as exc:
+                failures[url or "?"] = str(exc)
+                full.add(url or "?")
+                self._drop_session()
+            except _ServerGone as exc:
                 failures[url or "?"] = str(exc)
                 self._drop_session()
         observation = answer["observation"]
@@ -174,6 +183,66 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         reward = float(answer.get("reward") or 0.0)
         self._last_info = observation["info"]
         return observation["messages"], reward, terminated, truncated, observation["info"]
+
+    def gold_turns(self, task: Mapping[str, Any]) -> list[str] | None:
+        """The served env's gold turns for ``task`` (``POST /<Name-vN>/gold_turns``), as
+        ``env.unwrapped.gold_turns`` gives them in-process: the gold agent and gold exports play
+        served envs as they play local ones. Asked of the session's server, else a live one.
+
+        Raises:
+            TaskRowError: the server refused the row.
+            RemoteEnvError: the server cannot give gold turns (an OpenEnv server of another kind).
+            EnvServerUnavailableError: no server answered.
+        """
+        from tool_envs.registration import registered_id
+
+        name = registered_id(str(task.get("env_id", ""))).rsplit("/", 1)[-1]
+        body = protocol.dumps({"task": dict(task)}).encode()
+        failures: dict[str, str] = {}
+        tried: set[str] = set()
+        while True:
+            url = self.url if self.url is not None and self.url not in tried else None
+            if url is None:
+                url = self.pool.acquire(skip=tried)
+                if url is None:
+                    raise self.pool.unavailable(failures)
+                self.pool.release(url)  # a request, not a session
+            tried.add(url)
+            try:
+                return self._post(f"{url}/{name}/gold_turns", body)["gold_turns"]
+            except OSError as exc:  # URLError, timeouts: this server cannot answer
+                failures[url] = f"cannot connect ({exc})"
+                self.pool.mark_dead(url, failures[url])
+
+    def _post(self, url: str, body: bytes) -> dict[str, Any]:
+        """One JSON POST to an HTTP route of the server; 4xx answers raise what they mean."""
+        import urllib.error
+        import urllib.request
+
+        headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # direct
+        try:
+            with opener.open(request, timeout=self.reset_timeout) as answer:
+                return protocol.loads(answer.read())
+        except urllib.error.HTTPError as exc:
+            try:
+                detail = str(protocol.loads(exc.read()).get("detail"))
+            except (ValueError, AttributeError):
+                detail = exc.reason
+            if exc.code == 400:
+                raise TaskRowError(f"{url}: {detail}") from None
+            if exc.code in (401, 403):
+                raise RemoteEnvError(
+                    f"{url} refused the bearer token", code=str(exc.code)
+                ) from None
+            raise RemoteEnvError(
+                f"{url} answered {exc.code} ({detail}); gold turns need a `tool-envs serve` "
+                "server of this env",
+                code=str(exc.code),
+            ) from None
 
     def state(self) -> dict[str, Any]:
         """The server's view of the session (OpenEnv's ``state``): episode id, step count,
@@ -253,9 +322,11 @@ class RemoteEnv(gym.Env[list[Message], Any]):
             code = str(error.get("code"))
             text = str(error.get("message"))
             if code == protocol.CAPACITY_REACHED:
-                raise _ServerFull(f"{self.url} is full ({text})")
+                raise _ServerFull(self.url, error.get("active_sessions"), error.get("max_sessions"))
             if code == protocol.FACTORY_ERROR:
                 raise RemoteEnvError(f"{self.url}: {text}", code=code)
+            if error.get("exception") == "TaskRowError" and error.get("field") == "env_id":
+                raise self._other_env(message, str(error.get("env_id")))
             local = _LOCAL_ERRORS.get(str(error.get("exception")))
             if local is not None:
                 detail = text.split(": ", 1)[-1] if text.startswith(error["exception"]) else text
@@ -264,6 +335,17 @@ class RemoteEnv(gym.Env[list[Message], Any]):
                 f"{self.url} answered {code}: {text}", code=code, exception=error.get("exception")
             )
         return reply["data"]
+
+    def _other_env(self, message: dict[str, Any], served: str) -> TaskRowError:
+        """The error for a row of another env than the one this server serves."""
+        options = (message.get("data") or {}).get("options") or {}
+        row = options.get("task") if isinstance(options, dict) else None
+        wanted = row.get("env_id") if isinstance(row, dict) else None
+        return TaskRowError(
+            f"{self.url} serves '{served}', not the row's '{wanted}': give '{wanted}' the URL of "
+            f"a `tool-envs serve {wanted}` server in env_servers",
+            field="env_id",
+        )
 
     def _drop_session(self) -> None:
         ws, url = self._ws, self.url

@@ -139,11 +139,14 @@ class EnvServerPool:
                 self._dead_since[current] = self._dead_since.pop(url)
         return current
 
-    def unavailable(self, failures: dict[str, str]) -> EnvServerUnavailableError:
-        """The error for "no server could take the session", naming every URL."""
+    def unavailable(
+        self, failures: dict[str, str], full: Iterable[str] = ()
+    ) -> EnvServerUnavailableError:
+        """The error for "no server could take the session", naming every URL (``full``: those
+        that answered CAPACITY_REACHED)."""
         with self._lock:
             reasons = {u: failures.get(u) or self.dead.get(u) or "not tried" for u in self.urls}
-        return EnvServerUnavailableError(reasons)
+        return EnvServerUnavailableError(reasons, full=full)
 
 
 def is_healthy(url: str, timeout: float = 1.0) -> bool:

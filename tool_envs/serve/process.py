@@ -55,6 +55,7 @@ class EnvServerProcess:
             env={**os.environ, **(env or {})},
         )
         self.pid = self.process.pid
+        self._log: str | None = None  # what the server wrote to stderr, kept once it stopped
         ready, _, _ = select.select([self.process.stdout], [], [], startup_timeout)
         line = self.process.stdout.readline() if ready else ""
         if not line.startswith("serving "):
@@ -90,11 +91,19 @@ class EnvServerProcess:
                 self.process.wait(timeout=30)
         if self.process.stdout is not None:
             self.process.stdout.close()
-        self._stderr.close()
+        if self._log is None:
+            self._log = self.log()
+            self._stderr.close()
+
+    def log(self) -> str:
+        """Everything the server wrote to stderr (its log) so far."""
+        if self._log is not None:
+            return self._log
+        self._stderr.seek(0)
+        return self._stderr.read()
 
     def _stderr_tail(self) -> str:
-        self._stderr.seek(0)
-        return self._stderr.read()[-2000:]
+        return self.log()[-2000:]
 
     def __enter__(self) -> EnvServerProcess:
         return self

@@ -26,7 +26,9 @@ any error frame; the session stays open after every error but a capacity or fact
 
 HTTP: ``GET /health`` -> ``{"status": "healthy"}``; ``GET /metadata`` -> ``{"name",
 "description", "version", ...}`` (OpenEnv's ``EnvironmentMetadata``); ``GET /schema`` ->
-``{"action", "observation", "state"}`` JSON schemas.
+``{"action", "observation", "state"}`` JSON schemas. Task routes, as OpenEnv's: ``GET
+/<Name-vN>/splits``; ``POST /<Name-vN>/tasks`` and ``/num_tasks`` with ``{"split": name}``,
+``POST /<Name-vN>/task`` with ``{"split": name, "index": i}``.
 
 **What tool-envs puts in it.** Reset data: ``{"seed": int | None, "options": {"task": <row>}}``
 (``episode_id`` is accepted and echoed in the state). A step's action is
@@ -38,7 +40,9 @@ messages, the tool schemas (at reset), ``terminated`` / ``truncated``, the env's
 assistant message as the env recorded it, so a client can keep ``env.messages`` without asking.
 Errors add ``"exception"``: the name of the Python exception the env raised (``TaskRowError``,
 ``ResetNeeded``, ...), so a client can raise the same kind. Extensions of ours: ``/health``
-adds ``active_sessions`` / ``max_sessions`` (and OpenEnv clients ignore what they do not read).
+adds ``active_sessions`` / ``max_sessions``; error frames add ``env_id`` (the env served) and, for a
+``TaskRowError``, ``field``; ``POST /<Name-vN>/gold_turns`` with ``{"task": <row>}`` answers
+``{"gold_turns": [...] | null}`` (OpenEnv clients ignore what they do not read).
 """
 
 from __future__ import annotations

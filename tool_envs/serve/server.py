@@ -21,18 +21,26 @@ What keeps a server standing:
   an exception in the env becomes an ``EXECUTION_ERROR`` naming the exception;
 * a session holds only its own env: no frame names another session;
 * binds 127.0.0.1 by default; another interface needs a bearer token (``token``), checked on
-  every route but ``/health``.
+  every route but ``/health``; a token that does not match, whatever its bytes, is a 401
+  (HTTP) or a 403 (the WebSocket handshake);
+* ``handshake_timeout`` and ``max_handshakes``: a connection must send its first request head
+  within ``handshake_timeout`` seconds, and at most ``max_handshakes`` may be waiting to
+  (more are answered 503), so silent or half-sent connections hold nothing for long, before
+  any token is checked (:mod:`.handshake`); every HTTP answer closes its connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import gc
 import hmac
+import inspect
 import ipaddress
 import json
 import logging
+import signal
 import socket
 import sys
 import threading
@@ -46,8 +54,9 @@ from typing import Any
 import gymnasium as gym
 from pydantic import ValidationError
 
-from tool_envs.errors import EnvConfigError, MissingDependencyError
+from tool_envs.errors import EnvConfigError, MissingDependencyError, TaskRowError, ToolEnvsError
 from tool_envs.serve import protocol
+from tool_envs.serve.handshake import HandshakeLimits, guarded_protocol, one_request_per_connection
 from tool_envs.serve.protocol import Action, Observation, ResetData
 
 logger = logging.getLogger(__name__)
@@ -73,6 +82,9 @@ class ServeConfig:
         inline_steps: Run env calls on the event loop, not in each session's thread: less CPU a
             step for short, CPU-bound steps; a step that waits (a sandbox run, an LLM user, an
             MCP call) would stall every session of the server, so leave it off for those envs.
+        handshake_timeout: Seconds a new connection may take to send its first request head
+            (an HTTP request, or the WebSocket upgrade); slower ones are closed.
+        max_handshakes: Connections still sending that head at once; the next gets a 503.
     """
 
     env_id: str
@@ -84,14 +96,29 @@ class ServeConfig:
     max_message_bytes: int = 16 * 2**20
     token: str | None = None
     inline_steps: bool = False
+    handshake_timeout: float = 10.0
+    max_handshakes: int = 256
 
     def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise EnvConfigError(f"--port must be 0-65535 (0: any free port), got {self.port}")
+        if self.handshake_timeout <= 0:
+            raise EnvConfigError(f"--handshake-timeout must be > 0 s, got {self.handshake_timeout}")
+        if self.max_handshakes < 1:
+            raise EnvConfigError(f"--max-handshakes must be >= 1, got {self.max_handshakes}")
+        if self.token is not None and not _header_safe(self.token):
+            raise EnvConfigError(
+                "a bearer token is printable ASCII without spaces (it travels in an HTTP "
+                "header); pick another --token / $" + TOKEN_VARIABLE
+            )
         if self.max_sessions < 1:
-            raise EnvConfigError(f"max_sessions must be >= 1, got {self.max_sessions}")
+            raise EnvConfigError(f"--max-sessions must be >= 1, got {self.max_sessions}")
         if self.session_timeout <= 0:
-            raise EnvConfigError(f"session_timeout must be > 0 s, got {self.session_timeout}")
+            raise EnvConfigError(f"--session-timeout must be > 0 s, got {self.session_timeout}")
         if self.max_message_bytes < 1024:
-            raise EnvConfigError(f"max_message_bytes must be >= 1024, got {self.max_message_bytes}")
+            raise EnvConfigError(
+                f"--max-message-bytes must be >= 1024, got {self.max_message_bytes}"
+            )
         if not is_loopback(self.host) and not self.token:
             raise EnvConfigError(
                 f"serving on {self.host!r} (not a loopback address) needs a bearer token: set "
@@ -102,6 +129,10 @@ class ServeConfig:
 
         tool_envs.register_envs()
         resolve_env_id(self.env_id)  # imports a ``module:EnvId``'s module; names close ids
+
+
+def _header_safe(token: str) -> bool:
+    return bool(token) and all(33 <= ord(c) <= 126 for c in token)
 
 
 def is_loopback(host: str) -> bool:
@@ -253,15 +284,20 @@ class SessionManager:
 _ACTIONS = {"reset", "step", "state"}
 
 
-def _exception_data(exc: BaseException) -> dict[str, Any]:
-    return {"exception": type(exc).__name__}
+def _exception_data(exc: BaseException, env_id: str) -> dict[str, Any]:
+    """What a client needs to raise the same error: its class, the row field it names (a
+    ``TaskRowError``'s), and the env this server serves."""
+    data: dict[str, Any] = {"exception": type(exc).__name__, "env_id": env_id}
+    if isinstance(getattr(exc, "field", None), str):
+        data["field"] = exc.field  # type: ignore[attr-defined]
+    return data
 
 
 async def handle_frame(session: Session, raw: str) -> tuple[str | None, bool]:
     """The reply to one client frame, and whether the session should end."""
     try:
         message = protocol.loads(raw)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, or a number past int's limit
         return protocol.error_frame(protocol.INVALID_JSON, f"Invalid JSON: {exc}"), False
     if not isinstance(message, dict):
         return protocol.error_frame(
@@ -270,7 +306,7 @@ async def handle_frame(session: Session, raw: str) -> tuple[str | None, bool]:
     kind = message.get("type")
     if kind == "close":
         return None, True
-    if kind not in _ACTIONS:
+    if not isinstance(kind, str) or kind not in _ACTIONS:
         return protocol.error_frame(
             protocol.UNKNOWN_TYPE,
             f"Unknown message type: {kind!r}; expected one of {list(protocol.MESSAGE_TYPES)}",
@@ -303,7 +339,9 @@ async def handle_frame(session: Session, raw: str) -> tuple[str | None, bool]:
         ), False
     except Exception as exc:
         return protocol.error_frame(
-            protocol.EXECUTION_ERROR, f"{type(exc).__name__}: {exc}", **_exception_data(exc)
+            protocol.EXECUTION_ERROR,
+            f"{type(exc).__name__}: {exc}",
+            **_exception_data(exc, session.config.env_id),
         ), False
 
 
@@ -324,11 +362,17 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
     env_name = config.env_id.rsplit("/", 1)[-1]
     tasks = _TaskSets(config)
 
+    expected = config.token.encode() if config.token else b""
+
     def authorized(headers: Mapping[str, str]) -> bool:
         if not config.token:
             return True
         scheme, _, given = headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(given, config.token)
+        # Starlette decodes header bytes as latin-1: encoding back gives the bytes sent, and
+        # bytes compare whatever they hold (str refuses non-ASCII).
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            given.encode("latin-1", "replace"), expected
+        )
 
     def unauthorized() -> JSONResponse:
         return JSONResponse({"detail": "missing or wrong bearer token"}, status_code=401)
@@ -345,7 +389,7 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
     async def metadata(request: Request) -> JSONResponse:
         if not authorized(request.headers):
             return unauthorized()
-        description = tool_envs.list_envs().get(config.env_id, "a tool_envs environment")
+        description = describe_env(config.env_id)
         return JSONResponse(
             protocol.Metadata(
                 name=config.env_id, description=description, version=tool_envs.__version__
@@ -366,38 +410,49 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
     async def task_api(request: Request) -> JSONResponse:
         if not authorized(request.headers):
             return unauthorized()
-        if request.path_params["env_name"].lower() != env_name.lower():
-            return JSONResponse({"detail": "unknown environment"}, status_code=404)
-        action = request.path_params["action"]
-        body: dict[str, Any] = {}
-        if request.method == "POST":
-            try:
-                body = await request.json()
-            except ValueError:
-                return JSONResponse({"detail": "the body is not JSON"}, status_code=400)
-            if not isinstance(body, dict):
-                return JSONResponse({"detail": "the body is a JSON object"}, status_code=400)
-        splits = await asyncio.to_thread(tasks.splits)
-        if action == "splits":
-            return JSONResponse([_split_entry(name) for name in splits])
-        rows = splits.get(str(body.get("split")))
-        if rows is None:
-            return JSONResponse(
-                {"detail": f"unknown split {body.get('split')!r}; splits: {sorted(splits)}"},
-                status_code=400,
+        name, action = request.path_params["env_name"], request.path_params["action"]
+        if name.lower() != env_name.lower():
+            return _detail(404, f"unknown environment {name!r}; this server serves {env_name}")
+        if action not in TASK_ROUTES:
+            return _detail(404, f"unknown task route {action!r}; routes: {sorted(TASK_ROUTES)}")
+        method, body_shape = TASK_ROUTES[action]
+        if request.method not in (method, "HEAD" if method == "GET" else method):
+            return _detail(
+                405,
+                f"{method} /{env_name}/{action} with a JSON body {body_shape} "
+                f"(GET /{env_name}/splits lists the splits)",
+                headers={"Allow": method},
             )
+        body = {} if action == "splits" else await _json_body(request, config.max_message_bytes)
+        if isinstance(body, JSONResponse):
+            return body
+        if action == "gold_turns":
+            return await _gold_answer(tasks, body)
+        try:
+            splits = await asyncio.to_thread(tasks.splits)
+        except Exception as exc:  # an env without task sets (OpenEnv's answer: 501)
+            return _detail(501, f"{config.env_id} has no task splits ({type(exc).__name__}: {exc})")
+        if action == "splits":
+            return JSONResponse([_split_entry(split) for split in splits])
+        split = body.get("split")
+        rows = splits.get(split) if isinstance(split, str) else None
+        if rows is None:
+            given = "" if "split" not in body else f", got {split!r}"
+            return _detail(400, f'the body needs "split": one of {sorted(splits)}{given}')
         if action == "num_tasks":
             return JSONResponse({"num_tasks": len(rows)})
         if action == "tasks":
             return JSONResponse({"tasks": rows, "env_name": env_name})
-        if action == "task":
-            index = body.get("index")
-            if not isinstance(index, int) or not 0 <= index < len(rows):
-                return JSONResponse({"detail": "Invalid task index"}, status_code=400)
-            return JSONResponse({"task": rows[index]})
-        return JSONResponse({"detail": f"unknown task route {action!r}"}, status_code=404)
+        index = body.get("index")
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(rows):
+            return _detail(
+                400, f'"index" must be an integer 0-{len(rows) - 1} in {split!r}, got {index!r}'
+            )
+        return JSONResponse({"task": rows[index]})
 
     async def list_environments(request: Request) -> JSONResponse:
+        if not authorized(request.headers):
+            return unauthorized()
         return JSONResponse([env_name])
 
     async def session_socket(websocket: WebSocket) -> None:
@@ -447,7 +502,16 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
                             protocol.error_frame(protocol.INVALID_JSON, "a frame is UTF-8 JSON")
                         )
                         continue
-                reply, end = await handle_frame(session, raw)
+                try:
+                    reply, end = await handle_frame(session, raw)
+                except Exception as exc:  # a frame no rule above foresaw: answered, logged
+                    logger.warning("a frame raised %s: %s", type(exc).__name__, exc)
+                    reply, end = (
+                        protocol.error_frame(
+                            protocol.EXECUTION_ERROR, f"{type(exc).__name__}: {exc}"
+                        ),
+                        False,
+                    )
                 if end:
                     with contextlib.suppress(Exception):
                         await websocket.close()
@@ -463,7 +527,7 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
         Route("/metadata", metadata),
         Route("/schema", schema),
         Route("/list_environments", list_environments),
-        Route("/{env_name}/{action}", task_api, methods=["GET", "POST"]),
+        Route("/{env_name}/{action}", task_api, methods=["GET", "HEAD", "POST", "PUT", "DELETE"]),
         WebSocketRoute("/ws", session_socket),
     ]
 
@@ -471,6 +535,7 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
     async def lifespan(app: Any):
         yield
         manager.close_all()
+        tasks.close()
 
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.manager = manager
@@ -497,31 +562,116 @@ async def _send_last(websocket: Any, text: str) -> None:
         await websocket.close()
 
 
+TASK_ROUTES: dict[str, tuple[str, str]] = {
+    "splits": ("GET", "{}"),
+    "tasks": ("POST", '{"split": "<name>"}'),
+    "num_tasks": ("POST", '{"split": "<name>"}'),
+    "task": ("POST", '{"split": "<name>", "index": <int>}'),
+    "gold_turns": ("POST", '{"task": <task row>}'),
+}
+"""OpenEnv's task routes (``/<Name-vN>/<route>``) and ours (``gold_turns``): method, body."""
+
+
+def _detail(status: int, detail: str, headers: Mapping[str, str] | None = None) -> Any:
+    from starlette.responses import JSONResponse
+
+    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+
+
+async def _json_body(request: Any, limit: int) -> Any:
+    """The request's JSON object, or the 4xx answer saying why there is none."""
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return _detail(413, f"the body is over {limit} bytes (--max-message-bytes)")
+        chunks.append(chunk)
+    try:
+        body = protocol.loads(b"".join(chunks) or b"{}")
+    except (ValueError, RecursionError) as exc:
+        return _detail(400, f"the body is not JSON: {exc}")
+    if not isinstance(body, dict):
+        return _detail(400, f"the body is a JSON object, got {type(body).__name__}")
+    return body
+
+
+async def _gold_answer(tasks: _TaskSets, body: dict[str, Any]) -> Any:
+    """``{"gold_turns": [...] | null}`` for the body's task row, or a 4xx naming the problem."""
+    from starlette.responses import JSONResponse
+
+    from tool_envs.data import validate_row
+
+    if "task" not in body:
+        return _detail(400, 'the body needs "task": a task row of this env')
+    try:
+        row = validate_row(body["task"])
+    except (TaskRowError, TypeError, ValueError, AttributeError) as exc:
+        return _detail(400, f"the task is not a valid row: {exc}")
+    try:
+        turns = await asyncio.to_thread(tasks.gold_turns, row)
+    except Exception as exc:  # the env cannot solve this row: the caller's row, not the server
+        return _detail(422, f"gold_turns raised {type(exc).__name__}: {exc}")
+    return JSONResponse({"gold_turns": None if turns is None else [str(t) for t in turns]})
+
+
+def describe_env(env_id: str) -> str:
+    """One line for ``/metadata``: ours from the registry, a user's from its class docstring."""
+    import tool_envs
+
+    ours = tool_envs.list_envs().get(env_id)
+    if ours:
+        return ours
+    from gymnasium.envs.registration import load_env_creator
+
+    entry_point = gym.spec(env_id).entry_point
+    try:
+        creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+    except Exception:  # described without it; making the env names the import error
+        creator = None
+    doc = getattr(creator, "__dict__", {}).get("__doc__") if creator is not None else None
+    if doc and doc.strip():
+        return " ".join(inspect.cleandoc(doc).split("\n\n")[0].split())  # its first paragraph
+    where = entry_point if isinstance(entry_point, str) else getattr(creator, "__qualname__", "")
+    return f"{env_id} ({where})"
+
+
 def _split_entry(name: str) -> dict[str, str]:
     return {"name": name, "type": name if name in {"train", "validation", "test"} else "validation"}
 
 
 class _TaskSets:
-    """The env's own task splits, read once from a probe env (OpenEnv's task endpoints)."""
+    """What the task routes read from one probe env, made on first use and kept until the server
+    stops: the env's own splits (read once) and gold turns (asked per task row)."""
 
     def __init__(self, config: ServeConfig):
         self.config = config
         self._splits: dict[str, list[dict[str, Any]]] | None = None
+        self._probe: gym.Env | None = None
         self._lock = threading.Lock()
+
+    def _env(self) -> Any:
+        if self._probe is None:
+            self._probe = gym.make(self.config.env_id, **dict(self.config.env_kwargs))
+        return self._probe.unwrapped
 
     def splits(self) -> dict[str, list[dict[str, Any]]]:
         with self._lock:
             if self._splits is None:
-                env = gym.make(self.config.env_id, **dict(self.config.env_kwargs))
-                try:
-                    splits = env.unwrapped.task_splits()
-                    self._splits = {
-                        name: json.loads(protocol.dumps(list(rows)))
-                        for name, rows in splits.items()
-                    }
-                finally:
-                    env.close()
+                splits = self._env().own_task_splits()
+                self._splits = {
+                    name: json.loads(protocol.dumps(list(rows))) for name, rows in splits.items()
+                }
             return self._splits
+
+    def gold_turns(self, row: dict[str, Any]) -> list[str] | None:
+        with self._lock:
+            return self._env().gold_turns(row)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._probe is not None:
+                self._probe.close()
+                self._probe = None
 
 
 class EnvServer:
@@ -535,11 +685,12 @@ class EnvServer:
 
         self.config = config
         self.manager = SessionManager(config)
+        self.handshakes = HandshakeLimits(config.handshake_timeout, config.max_handshakes)
         self.app = build_app(config, self.manager)
         self._socket = bind_socket(config.host, config.port)
         self.port = self._socket.getsockname()[1]
         self.url = f"http://{_url_host(config.host)}:{self.port}"
-        self._server = uvicorn.Server(_uvicorn_config(self.app, config))
+        self._server = uvicorn.Server(_uvicorn_config(self.app, config, self.handshakes))
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
         )
@@ -567,24 +718,44 @@ class EnvServer:
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (``OSError`` as ``socket.bind`` raises it: a Ray
+    actor serves at another port when its own is taken)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
     sock.listen(2048)  # connections queue from here on, while uvicorn starts
     sock.set_inheritable(True)
     return sock
+
+
+def _bind_failure(host: str, port: int, exc: OSError) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"port {port} on {host} is in use (another server?): pick another --port, or "
+            "--port 0 for any free one"
+        )
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{host} is not an address of this machine: pick another --host"
+    if exc.errno == errno.EACCES:
+        return f"port {port} needs privileges this user lacks: pick a --port above 1023"
+    return f"cannot listen on {host}:{port} ({exc.strerror or exc}): check --host and --port"
 
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _uvicorn_config(app: Any, config: ServeConfig) -> Any:
+def _uvicorn_config(app: Any, config: ServeConfig, handshakes: HandshakeLimits) -> Any:
     import uvicorn
 
     return uvicorn.Config(
-        app,
+        one_request_per_connection(app),
+        http=guarded_protocol(handshakes),
         log_level="warning",
         ws="websockets-sansio",
         ws_max_size=config.max_message_bytes,
@@ -597,28 +768,75 @@ def _uvicorn_config(app: Any, config: ServeConfig) -> Any:
 
 
 def serve(config: ServeConfig) -> None:
-    """Serve until interrupted (SIGINT / SIGTERM close every session's env)."""
+    """Serve until interrupted: SIGINT (Ctrl-C) or SIGTERM close every session's env and return.
+
+    Raises:
+        EnvConfigError: the port cannot be bound, or the env cannot be made with
+            ``config.env_kwargs`` (one line naming the value and the fix).
+    """
     try:
         import uvicorn
     except ImportError as exc:
         raise MissingDependencyError("uvicorn", "serve", "tool-envs serve") from exc
-    # A bad --env-kwargs fails here, once, rather than in every session.
-    gym.make(config.env_id, **dict(config.env_kwargs)).close()
+    try:  # first: a taken port fails at once
+        sock = bind_socket(config.host, config.port)
+    except OSError as exc:
+        raise EnvConfigError(_bind_failure(config.host, config.port, exc)) from None
+    try:
+        check_env_kwargs(config)  # a bad --env-kwargs fails here, once, not in every session
+    except BaseException:
+        sock.close()
+        raise
     # Everything imported so far (an env may pull in transformers and torch: 200k+ objects)
     # lives as long as the server: out of the collector's sight, a full collection scans only
     # what sessions made, instead of stalling every session for ~0.1 s.
     gc.freeze()
     manager = SessionManager(config)
     app = build_app(config, manager)
-    sock = bind_socket(config.host, config.port)
     port = sock.getsockname()[1]
+    handshakes = HandshakeLimits(config.handshake_timeout, config.max_handshakes)
+    server = uvicorn.Server(_uvicorn_config(app, config, handshakes))
     print(
         f"serving {config.env_id} on http://{_url_host(config.host)}:{port} "
         f"(ws /ws, max {config.max_sessions} sessions)",
         flush=True,
     )
     try:
-        uvicorn.Server(_uvicorn_config(app, config)).run(sockets=[sock])
+        with _stop_signals_end_quietly(server):
+            server.run(sockets=[sock])
     finally:
         manager.close_all()
         sock.close()
+    print(f"stopped serving {config.env_id}", flush=True)
+
+
+def check_env_kwargs(config: ServeConfig) -> None:
+    """Make and close the env once; a constructor that refuses the arguments is named."""
+    try:
+        gym.make(config.env_id, **dict(config.env_kwargs)).close()
+    except (TypeError, ValueError, ToolEnvsError, gym.error.Error) as exc:
+        given = json.dumps(dict(config.env_kwargs))
+        raise EnvConfigError(
+            f"cannot make {config.env_id} with --env-kwargs {given}: {exc}"
+        ) from exc
+
+
+@contextlib.contextmanager
+def _stop_signals_end_quietly(server: Any) -> Any:
+    """uvicorn stops on SIGINT / SIGTERM, then raises the signal again for the handler it
+    found (Python's: ``KeyboardInterrupt``, or death by SIGTERM). The handler here ignores that
+    echo, so a stop returns normally; a signal before uvicorn took over still interrupts."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        if not server.should_exit:  # not uvicorn's echo: stop now
+            raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

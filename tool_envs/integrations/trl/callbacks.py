@@ -1,4 +1,5 @@
-"""Trainer callbacks: metrics on disk as they happen, env success checks, a reward curve."""
+"""Trainer callbacks: metrics on disk as they happen, a word when GRPO has nothing to learn
+from, env success checks, a reward curve."""
 
 from __future__ import annotations
 
@@ -76,6 +77,81 @@ class MetricsFile(TrainerCallback):
             handle.write(json.dumps({"step": state.global_step, **logs}, default=float) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
+
+
+class RewardSignalWatch(TrainerCallback):
+    """Says when GRPO has had no reward signal for ``steps`` steps in a row, and what to do.
+
+    GRPO learns from differences between the completions of one prompt: a group whose rewards
+    are all equal has zero advantage, and a step where every group is like that changes nothing
+    (``loss 0`` each step). A cold model that never solves a task gets exactly that, step after
+    step, and nothing else on the console would say why. This reads TRL's own log keys:
+    ``frac_reward_zero_std`` (the share of such groups; 1 means none had a signal), or
+    ``reward_std`` (0: none) where a trainer logs only that (TRL's async GRPO). It warns once
+    per quiet stretch, after ``steps`` steps, and at the end of a run that never had a signal
+    but was shorter than that. ``echo`` prints through tqdm by default, so the bar stays whole.
+    """
+
+    def __init__(self, steps: int = 10, echo: Callable[[str], Any] | None = None):
+        if steps < 1:
+            raise ValueError(f"steps must be >= 1, got {steps}")
+        self.steps = steps
+        self.echo = echo
+        self._quiet_since: int | None = None  # first step of the current quiet stretch
+        self._last_step = 0
+        self._warned = False
+        self._had_signal = False
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs):
+        if not logs or not state.is_world_process_zero:
+            return
+        quiet = _no_signal(logs)
+        if quiet is None:
+            return
+        previous, self._last_step = self._last_step, state.global_step
+        if not quiet:
+            self._had_signal, self._quiet_since, self._warned = True, None, False
+            return
+        if self._quiet_since is None:
+            self._quiet_since = previous + 1
+        length = state.global_step - self._quiet_since + 1
+        if length >= self.steps and not self._warned:
+            self._warned = True
+            self._say(f"in steps {self._quiet_since}-{state.global_step}")
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any):
+        never = self._quiet_since is not None and not self._had_signal
+        if state.is_world_process_zero and never and not self._warned:
+            self._say(f"in any of this run's {state.global_step} steps")
+
+    def _say(self, when: str) -> None:
+        self._echo(
+            f"WARNING: no reward signal {when}: in every group the completions of a prompt got "
+            "the same reward, so GRPO had nothing to learn from. A model that never solves a "
+            "task gets here: warm-start it with SFT on the env's gold turns first "
+            "(recipes/train_sft.py, as `make demo` does), or sample more (num_generations, "
+            "temperature)."
+        )
+
+    def _echo(self, line: str) -> None:
+        if self.echo is not None:
+            self.echo(line)
+            return
+        from tqdm.auto import tqdm
+
+        tqdm.write(line)
+        sys.stdout.flush()
+
+
+def _no_signal(logs: Mapping[str, Any]) -> bool | None:
+    """Whether a logged step had no reward signal in any group; None when it does not say."""
+    share = logs.get("frac_reward_zero_std")
+    if isinstance(share, int | float):
+        return share >= 1.0 - 1e-9
+    spread = logs.get("reward_std")
+    if isinstance(spread, int | float):
+        return spread <= 1e-12
+    return None
 
 
 def _echo_line(step: int, logs: Mapping[str, Any], keys: Sequence[str]) -> str | None:

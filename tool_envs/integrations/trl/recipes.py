@@ -22,7 +22,7 @@ import gymnasium as gym
 
 import tool_envs
 from tool_envs.data import encode_row, load_task_sources
-from tool_envs.errors import EnvConfigError, TaskRowError
+from tool_envs.errors import EnvConfigError, EnvServerUnavailableError, TaskRowError
 from tool_envs.registration import (
     env_id_of_source,
     env_kwargs_for,
@@ -114,6 +114,24 @@ class EpisodeArguments(TaskArguments):
             "help": "Seconds an env step may take; past it the episode is void (not trained on)."
         },
     )
+    no_signal_steps: int = field(
+        default=10,
+        metadata={
+            "help": "Warn when every GRPO group got equal rewards (nothing to learn from) for "
+            "this many steps in a row, or in a whole shorter run; 0: never."
+        },
+    )
+
+    def signal_watch(self) -> list[Any]:
+        """The trainer callbacks that watch for a run without reward signal (none with
+        ``no_signal_steps: 0``)."""
+        if self.no_signal_steps < 0:
+            raise EnvConfigError(f"no_signal_steps must be >= 0, got {self.no_signal_steps}")
+        if not self.no_signal_steps:
+            return []
+        from tool_envs.integrations.trl.callbacks import RewardSignalWatch
+
+        return [RewardSignalWatch(self.no_signal_steps)]
 
     def check_episodes(
         self,
@@ -218,7 +236,7 @@ def run_recipe(main: Callable[..., Any], parser: Any, args: Sequence[str] | None
         _exit_with("\n".join(lines))
     try:
         main(*parsed)
-    except (EnvConfigError, TaskRowError) as exc:
+    except (EnvConfigError, TaskRowError, EnvServerUnavailableError) as exc:
         _exit_with(str(exc))
 
 
@@ -375,6 +393,12 @@ def check_setup(
     by_env: dict[str, Mapping[str, Any]] = {}
     for row in rows:
         by_env.setdefault(resolve_env_id(row["env_id"]), row)
+    unused = sorted(set(servers) - set(by_env))
+    if unused:
+        raise EnvConfigError(
+            f"env_servers names {unused}, which no task of this run uses (their envs: "
+            f"{sorted(by_env)}): remove them, or add their tasks to `tasks`"
+        )
     for env_id, row in by_env.items():
         count = sum(registered_id(r["env_id"]) == env_id for r in rows)
         if env_id in servers:
@@ -382,7 +406,13 @@ def check_setup(
 
             env = RemoteEnv(servers[env_id])
         else:
-            env = gym.make(env_id, **env_kwargs_for(env_kwargs, env_id))
+            kwargs = env_kwargs_for(env_kwargs, env_id)
+            try:
+                env = gym.make(env_id, **kwargs)
+            except (TypeError, ValueError, gym.error.Error) as exc:
+                raise EnvConfigError(
+                    f"cannot make {env_id} with env_kwargs {json.dumps(kwargs)}: {exc}"
+                ) from exc
         try:
             env.reset(seed=0, options={"task": dict(row)})
             tools = env.unwrapped.tools

@@ -331,14 +331,16 @@ def episode_summary(rollout: Rollout) -> dict[str, Any]:
 
     ``void_rate`` counts infrastructure failures; ``void/<cause>`` names them. Where a simulated
     user is checked, ``user_fault_rate`` counts the episodes it spoiled (void too, cause
-    ``user_simulator``) and ``user_fault/<kind>`` how. Success, reward and turns average over
-    every episode (a void one counts as 0, as it earned nothing).
+    ``user_simulator``) and ``user_fault/<kind>`` how. Success and reward average over every
+    episode (a void one counts as 0, as it earned nothing). ``turns`` counts the policy turns
+    played, a last one cut by the token budget included: an episode truncated in its first turn
+    played one, which the env never counted (it was not stepped).
     """
     summary = {
         "env": rollout.env_id.split("/")[-1],
         "success_rate": float(rollout.success),
         "reward": rollout.reward,
-        "turns": rollout.turns,
+        "turns": max(rollout.turns, len(rollout.policy_texts)),
         "truncated_rate": float(rollout.truncated),
         "void_rate": float(rollout.void),
         **{name: rollout.stats.get(name, 0) for name in _COUNTERS},

@@ -54,6 +54,9 @@ class ServerSpec:
         max_restarts: Times Ray restarts a dead server before it is lost for good.
         session_timeout: Seconds a silent session is kept (``tool-envs serve``'s option).
         inline_steps: Run env steps on the server's event loop (``--inline-steps``).
+        handshake_timeout: Seconds a connection may take to send its first request
+            (``--handshake-timeout``).
+        max_handshakes: Connections still sending it, at once (``--max-handshakes``).
     """
 
     env_id: str
@@ -65,6 +68,8 @@ class ServerSpec:
     max_restarts: int = 3
     session_timeout: float = 600.0
     inline_steps: bool = False
+    handshake_timeout: float = 10.0
+    max_handshakes: int = 256
 
     def __post_init__(self) -> None:
         if self.servers < 1:
@@ -183,6 +188,8 @@ class RayEnvServers:
                         session_timeout=spec.session_timeout,
                         inline_steps=spec.inline_steps,
                         token=token,
+                        handshake_timeout=spec.handshake_timeout,
+                        max_handshakes=spec.max_handshakes,
                     )
                     self._servers.append(_Server(spec, index, actor_class.remote(config)))
             self._wait_started(ray)

@@ -1,0 +1,151 @@
+"""Connections that have not sent a whole request yet: closed after a timeout, and bounded.
+
+uvicorn times out an idle keep-alive connection, but a new connection that sends nothing, or half
+a request, stays open for as long as its client likes, each holding a file descriptor before the
+server has read a header, let alone checked a token. Here every connection must send its first
+request's head (request line and headers) within ``timeout`` seconds, and at most ``limit``
+connections may be waiting to do so: the next one is answered ``503`` and closed. A WebSocket
+session or an HTTP request whose head has arrived is past this stage (the app checks its token
+at once), so long sessions are never cut.
+
+This is the one place that touches uvicorn's protocol classes: :func:`guarded_protocol` wraps
+``uvicorn.protocols.http.auto.AutoHTTPProtocol`` (httptools, or h11) and leaves parsing to it.
+The server's answers also carry ``Connection: close`` (:func:`one_request_per_connection`), so a
+connection never waits for a second request head outside this bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+_HEAD_END = b"\r\n\r\n"
+
+
+@dataclass
+class HandshakeLimits:
+    """The bound of one server, and its counters (changed on the event loop only).
+
+    Attributes:
+        timeout: Seconds a connection may take to send its first request head.
+        limit: Connections waiting for their head at once; more are refused.
+        pending: Connections waiting now.
+        timed_out: Connections closed because their head did not come in time.
+        refused: Connections refused because ``limit`` were waiting.
+    """
+
+    timeout: float
+    limit: int
+    pending: int = 0
+    timed_out: int = 0
+    refused: int = 0
+
+    def refusal(self) -> bytes:
+        """The 503 a refused connection gets: what was full, and the flag that sets it."""
+        text = (
+            f"{self.limit} connections are still sending their first request "
+            f"(--max-handshakes {self.limit}); try again, or raise --max-handshakes\n"
+        ).encode()
+        return (
+            b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
+            b"connection: close\r\ncontent-length: " + str(len(text)).encode() + b"\r\n\r\n" + text
+        )
+
+
+def guarded_protocol(limits: HandshakeLimits) -> type[asyncio.Protocol]:
+    """An HTTP protocol class for ``uvicorn.Config(http=...)``: uvicorn's own, behind the
+    handshake timeout and bound of ``limits``."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    class GuardedHTTPProtocol(asyncio.Protocol):
+        def __init__(self, *args: Any, **kwargs: Any):
+            self._inner = AutoHTTPProtocol(*args, **kwargs)
+            self._transport: asyncio.Transport | None = None
+            self._timer: asyncio.TimerHandle | None = None
+            self._waiting = False
+            self._refused = False
+            self._tail = b""
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self._transport = transport  # type: ignore[assignment]
+            if limits.pending >= limits.limit:
+                self._refused = True
+                limits.refused += 1
+                transport.write(limits.refusal())  # type: ignore[attr-defined]
+                transport.close()
+                return
+            limits.pending += 1
+            self._waiting = True
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(limits.timeout, self._expire)
+            self._inner.connection_made(transport)
+
+        def data_received(self, data: bytes) -> None:
+            if self._refused:
+                return
+            if self._waiting:
+                seen = self._tail + data
+                if _HEAD_END in seen:
+                    self._passed()
+                else:
+                    self._tail = seen[-(len(_HEAD_END) - 1) :]
+            self._inner.data_received(data)
+            # An upgrade hands the transport to the WebSocket protocol: past the handshake.
+            if self._waiting and self._transport.get_protocol() is not self:  # type: ignore[union-attr]
+                self._passed()
+
+        def eof_received(self) -> bool | None:
+            if self._refused:
+                return None
+            return self._inner.eof_received()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._passed()
+            if not self._refused:
+                self._inner.connection_lost(exc)
+
+        def pause_writing(self) -> None:
+            if not self._refused:
+                self._inner.pause_writing()
+
+        def resume_writing(self) -> None:
+            if not self._refused:
+                self._inner.resume_writing()
+
+        def _passed(self) -> None:
+            """The head arrived, or the connection ended: it no longer counts."""
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if self._waiting:
+                self._waiting = False
+                limits.pending -= 1
+
+        def _expire(self) -> None:
+            self._timer = None
+            if self._waiting and self._transport is not None:
+                limits.timed_out += 1
+                self._transport.close()
+
+    return GuardedHTTPProtocol
+
+
+def one_request_per_connection(app: Any) -> Any:
+    """ASGI middleware: every HTTP answer says ``Connection: close``, so the server closes the
+    connection after it instead of waiting, unbounded, for the next request's head."""
+
+    async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+
+        async def closing_send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", []) if k != b"connection"]
+                message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            await send(message)
+
+        await app(scope, receive, closing_send)
+
+    return wrapped
