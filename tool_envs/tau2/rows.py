@@ -48,6 +48,7 @@ USER_KEYWORDS: dict[str, tuple[str, ...]] = {
         "line",
         "mobile number",
         "cell number",
+        "and number",
     ),
 }
 _PRONOUNS = {

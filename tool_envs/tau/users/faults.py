@@ -131,6 +131,8 @@ def id_values(text: str) -> list[str]:
             continue
         if len(bare) < 4 and not bare.isdigit():
             continue
+        if "@" not in value and sum(ch.isdigit() for ch in bare) < 2 and not bare.isupper():
+            continue  # "address1", "line2": a field's name; ids have digits or are all caps
         found.append(value)
     return found
 

@@ -126,7 +126,7 @@ def _words_pattern(words: Iterable[str]) -> re.Pattern[str]:
         escaped = re.escape(word)
         head, _, rest = word.partition(" ")
         if head.lower() in _WH_WORDS and rest:
-            escaped = rf"{head}\s+(?:(?!{_NOT_BETWEEN})[\w-]+\s+)?{re.escape(rest)}"
+            escaped = rf"{head}\s+(?:(?!{_NOT_BETWEEN})[\w'\u2019-]+\s+)?{re.escape(rest)}"
         elif head.lower().endswith("'s") and rest and " " not in rest:  # "child's [full] name"
             escaped = rf"{re.escape(head)}\s+(?:[\w-]+\s+)?{re.escape(rest)}"
         # a word ends where the text's word does ("name", "names", "who is travel[ling]", not
@@ -144,14 +144,17 @@ _VALUE_LABEL = re.compile(r"(?<![\w'])([A-Za-z][A-Za-z ]{2,24}?)\s*:")
 DEFAULT_KEYWORDS: dict[str, tuple[str, ...]] = {
     "email": ("email", "e-mail"),
     "zip_code": ("zip", "postal code", "postcode"),
-    "name": ("your name", "full name", "first name", "last name", "name and"),
+    "name": ("your name", "full name", "first name", "last name", "name and",
+             "who's the account holder", "who is the account holder", "whose name",
+             "who am i speaking"),
     "user_id": ("user id", "user_id", "account id", "customer id"),
     "order_id": ("order id", "order number", "order_id", "which order", "order #", "order you"),
     "reservation_id": ("reservation id", "reservation number", "confirmation number",
                        "booking reference", "reservation_id", "which reservation",
                        "which booking", "reservation you", "booking you", "reservation code",
                        "booking code", "confirmation code"),
-    "payment_method": ("payment method", "pay with", "payment", "refund to", "like to pay"),
+    "payment_method": ("payment method", "pay with", "payment", "refund to", "like to pay",
+                       "refunded to", "pay the difference", "which card"),
 }  # fmt: skip
 IDENTITY_FIELDS = frozenset(
     {
@@ -204,7 +207,9 @@ _MARKDOWN = re.compile(r"\*\*|__|(?<!\w)[*_`](?=\w)|(?<=\w)[*_`](?!\w)|^\s*#+\s*
 # Spellings of quick chat ("whats your email", "can u"), read as the words they stand for.
 _CASUAL_WORDS = {
     "whats": "what's", "wats": "what's", "u": "you", "ur": "your", "pls": "please",
-    "plz": "please", "thx": "thanks",
+    "plz": "please", "thx": "thanks", "appt": "appointment", "appts": "appointments",
+    "acct": "account", "cant": "can't", "wont": "won't", "dont": "don't", "couldnt": "couldn't",
+    "didnt": "didn't", "isnt": "isn't",
 }  # fmt: skip
 _CASUAL = re.compile(r"\b(?:" + "|".join(_CASUAL_WORDS) + r")\b", re.I)
 
@@ -290,6 +295,13 @@ _CONFIRMATION = re.compile(
     r"|\bconfirm\s+(?:that|whether|if|you|this|the\s+(?:change|cancellation|booking|request"
     r"|above|details|action|following))\b|\bconfirm\s*\?|\bplease\s+confirm\W*$"
     r"|^\W*please\s+confirm\s*:"
+    r"|\b(?:happy|ok|okay|alright|fine)\s+for\s+(?:me|us)\s+to\b|\byes\s*\?\s*$"
+    r"|\b(?:go\s+ahead\s+and|still)\s+\w+(?:\s+(?:it|them|that|this))?\s*\?"
+    r"|(?:^|[.,;]\s*|\b\$?\d[\w.]*\s+)(?:add|cancel|submit|book|change|upgrade|return|refund"
+    r"|apply|transfer|switch|confirm|proceed|process|place|file|reschedule|move|buy|purchase"
+    r"|do)\s+(?:it|them|that|this|with\s+(?:the\s+)?\w+)\s*\?"
+    r"|^\W*(?:do\s+you\s+)?want\s+(?:me\s+to\s+)?(?:transfer|cancel|book|add|process|submit"
+    r"|change|upgrade|refund|return)\b[^.!]*\?"
     r"|^\W*(?:please\s+)?confirm\W*$"
     r"|\blet\s+me\s+know\s+if\s+(?:i\s+(?:should|can|may)|you(?:'d|\s+would)?\s+(?:like|want)"
     r"|that(?:'s|\s+is)?\s+(?:ok|okay|fine|alright|works)|you\s+(?:approve|agree))\b",
@@ -308,6 +320,7 @@ _WH_QUESTION = re.compile(
     r"|should|can|may|about))\b",
     re.I,
 )
+_YES_NO_ONLY = re.compile(r"\b(?:y\s*/\s*n|yes\s*/\s*no|yes\s+or\s+no)\W*$", re.I)
 # A choice put to the user ("Would you like to add insurance?", "Do you want the window seat?"):
 # about a detail it names, an ask for that detail; about nothing named, a yes or no.
 _OWN_CHOICE = re.compile(
@@ -317,7 +330,8 @@ _OWN_CHOICE = re.compile(
 # Details of someone else's: a field the user does not know, named this way, is not asked of it.
 _SOMEONE = (
     r"(?:passengers?|patients?|travell?ers?|child|children|kid|kids|kiddo|son|daughter|wife"
-    r"|husband|partner|friend|guests?|mom|mother|dad|father|parent|baby|spouse)"
+    r"|husband|partner|friend|guests?|mom|mother|dad|father|parent|baby|spouse|person|persons"
+    r"|people|everyone|companion)"
 )
 _SOMEONE_ELSES_BEFORE = re.compile(
     rf"(?:\b(?i:{_SOMEONE})(?:'s|s'|\u2019s)|\b(?i:their|his|her)"
@@ -472,6 +486,12 @@ _FACT = re.compile(
     r"|^\W*(?:all\s+)?(?!noted|received|appreciated|interested|pleased|delighted)[a-z]+ed\b[^?]*$",
     re.I,
 )
+_DONE_WORDS = re.compile(
+    r"\b(?:updated|submitted|added|changed|cancell?ed|canceled|sent|booked|processed|refunded"
+    r"|filed|done|scheduled|moved|removed|applied|issued|placed|confirmed|resolved|fixed"
+    r"|completed|rescheduled|upgraded|reset|restored|available|unavailable)\b",
+    re.I,
+)
 _SOCIAL = re.compile(
     r"^\W*(?:that|this|it)(?:'s|\s+is|\s+was)\s+(?:no\s+problem|fine|okay|ok|great|my\s+pleasure"
     r"|understandable|alright|perfectly\s+fine|a\s+pleasure|good\s+to\s+hear|sam|\w+\s+(?:from"
@@ -491,7 +511,19 @@ _AGENT_ACTS = re.compile(
 
 
 def _is_request(sentence: str) -> bool:
-    return bool(_REQUEST_CUES.search(sentence) or _IMPERATIVE.search(sentence))
+    if _REQUEST_CUES.search(sentence) or _IMPERATIVE.search(sentence):
+        return True
+    # A question typed without its mark: "why cancel", "pay the fee with which card".
+    words = sentence.split()
+    return bool(_WH_ANYWHERE.search(sentence)) and (
+        len(words) <= 8 or bool(_WH_LAST.search(sentence))
+    )
+
+
+_WH_ANYWHERE = re.compile(
+    r"\b(?:what|which|why|how|who|where|when)\b(?!\s+(?:is|was)\s+(?!your))", re.I
+)
+_WH_LAST = re.compile(r"\b(?:what|which|why|how|who|where|when)\W*$", re.I)
 
 
 def _is_confirmation(sentence: str) -> bool:
@@ -505,7 +537,7 @@ def _is_confirmation(sentence: str) -> bool:
 _FILLER = re.compile(
     r"\b(?:your|the|my|and|or|also|as\s+well|both|plus|first|then|please|kindly|just|a|an|on|"
     r"of|for|with|me|us|account|on\s+file|associated|registered|used|and/or|now|next|too"
-    r"|then)\b|[\W_]+",
+    r"|then|ok|okay|new|patient|patient's|their|his|her)\b|[\W_]+",
     re.I,
 )
 
@@ -746,10 +778,13 @@ def read_message(text: str, vocabulary: Vocabulary, known: int | None = None) ->
         spans = [span for _, hits in named for span in hits]
         is_request = _is_request(sentence)
         is_confirmation = _is_confirmation(sentence)
-        if named and _OWN_CHOICE.search(sentence):  # "would you like travel insurance?"
-            is_confirmation, is_request = False, True
+        if named and (_OWN_CHOICE.search(sentence) or _YES_NO_ONLY.search(sentence)):
+            is_confirmation, is_request = False, True  # "would you like travel insurance?"
         if _ANYTHING_ELSE.search(sentence) and (
-            is_request or "?" in sentence or _OFFER_OF_HELP.search(sentence)
+            is_request
+            or "?" in sentence
+            or _OFFER_OF_HELP.search(sentence)
+            or re.search(r"\banything\s+else\W*$", sentence, re.I)
         ):
             anything_else = True
         if is_confirmation:
@@ -763,7 +798,8 @@ def read_message(text: str, vocabulary: Vocabulary, known: int | None = None) ->
             fields = [field for field, _ in named]
             which = _WHICH_ONE.search(sentence)
             if which and not any(start - which.end() < 12 for start, _ in spans if start > 0):
-                fields += _which_one(parts[:index], vocabulary, known)
+                before = [*parts[:index], sentence[: which.start()]]
+                fields += _which_one([b for b in before if b.strip()], vocabulary, known)
             if not fields:
                 found = _asked_by_noun(body, vocabulary)
                 fields += [found] if found is not None else []
@@ -784,6 +820,7 @@ def read_message(text: str, vocabulary: Vocabulary, known: int | None = None) ->
         if (
             _REPORT.search(sentence)
             or (_FACT.search(sentence) and not _SOCIAL.search(sentence))
+            or (len(sentence.split()) <= 6 and _DONE_WORDS.search(sentence))
             or (last and _THANKS_FOR_CONTACTING.search(sentence))
             or _CANNOT_HELP.search(sentence)
         ):
@@ -823,7 +860,12 @@ def requests_to_act(text: str) -> str:
     for index, sentence in enumerate(parts):
         if _is_confirmation(sentence) or _AGENT_ACTS.match(sentence):
             continue
-        if _is_request(sentence) or _DO_SOMETHING.search(sentence) or _PLEASE_DO.search(sentence):
+        if (
+            _is_request(sentence)
+            or _DO_SOMETHING.search(sentence)
+            or _PLEASE_DO.search(sentence)
+            or _DO_IT.search(sentence)
+        ):
             if index and _REFERS_BACK.search(sentence):
                 asks.append(parts[index - 1])
             asks.append(sentence)
@@ -840,6 +882,10 @@ _DO_SOMETHING = re.compile(
 _PLEASE_DO = re.compile(
     r"\bplease\s+(?:go|turn|switch|toggle|restart|reboot|open|tap|enable|disable|reset|check|try"
     r"|remove|insert|set|change|flip|navigate|make\s+sure|hold|press|power)\b",
+    re.I,
+)
+_DO_IT = re.compile(
+    r"\b(?:turn|switch|toggle|restart|reboot|disable|enable|reset)\s+(?:it|them|that|your|the)\b",
     re.I,
 )
 _REFERS_BACK = re.compile(r"\b(?:it|them|that|this|those)\b", re.I)

@@ -23,7 +23,7 @@ from tool_envs.tau.env import TauEnv
 
 USER_KEYWORDS: dict[str, tuple[str, ...]] = {
     "phone": ("phone", "phone number", "mobile", "cell"),
-    "reason": ("reason", "why"),
+    "reason": ("making you", "what made you", "reason", "why"),
     "changes": (
         "change you would like",
         "like changed",
@@ -53,6 +53,9 @@ USER_KEYWORDS: dict[str, tuple[str, ...]] = {
         "what would you like to order",
     ),
     "items": (
+        "didn't show up",
+        "didn't arrive",
+        "was missing",
         "which item",
         "what item",
         "which dish",

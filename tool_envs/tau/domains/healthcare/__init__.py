@@ -42,7 +42,7 @@ USER_KEYWORDS: dict[str, tuple[str, ...]] = {
     "own_name": ("your name", "your full name", "own name", "own full name",
                   "who am i speaking", "who i am speaking", "who is calling", "who's calling",
                   "caller's name"),
-    "relationship": ("relationship", "related to", "how are you related"),
+    "relationship": ("relation to", "relationship", "related to", "how are you related"),
     "preferred_doctor": ("which doctor", "what doctor", "which provider", "what provider",
                          "doctor's name", "provider's name", "name of the doctor",
                          "name of the provider", "who would you like to see", "specific doctor",

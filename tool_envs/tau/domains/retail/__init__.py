@@ -23,7 +23,7 @@ DOMAIN = TASKS.make_domain(
     RetailTools,
     identity_ask=("email",),  # a user without one offers a name and zip code
     user_keywords={
-        "reason": ("reason", "why"),
+        "reason": ("making you", "what made you", "reason", "why"),
         "items": ("which item", "which items", "what item", "which product", "which products"),
         "new_items": (
             "new item",
@@ -48,6 +48,11 @@ DOMAIN = TASKS.make_domain(
             "replace it with",
         ),
         "new_address": (
+            "where should it go",
+            "where should we send",
+            "where would you like it",
+            "where would you like the order",
+            "go instead",
             "new address",
             "which address",
             "what address",

@@ -32,6 +32,10 @@ DOMAIN = TASKS.make_domain(
     identity_ask=("phone_number", "name", "date_of_birth"),
     user_keywords={
         "phone_number": (
+            "number on the line",
+            "the number that",
+            "and number",
+            "what's the number",
             "phone number",
             "mobile number",
             "cell number",
@@ -47,6 +51,9 @@ DOMAIN = TASKS.make_domain(
         "date_of_birth": ("date of birth", "birth date", "birthdate", "dob", "birthday", "born"),
         "reason": ("reason", "why"),
         "data_amount": (
+            "additional data",
+            "more data",
+            "how much were you",
             "how many gigs",
             "how many gigabyte",
             "how much data",
