@@ -300,3 +300,51 @@ def test_values_and_answers_are_read_as_people_write_them():
     assert yes_or_no("Yes, please go ahead.") is True
     assert yes_or_no("No, please don't do that.") is False
     assert yes_or_no("Hmm, what would it cost?") is None
+
+
+def test_neither_engine_trains_on_a_spoiled_episode():
+    """A user-fault void is void like an outage: the lockstep batch masks all its tokens and
+    gives it no reward; the async worker makes no sample of it; both log the fault rate."""
+    from tool_envs.integrations.trl.async_worker import group_samples
+    from tool_envs.integrations.trl.rollout_func import (
+        episode_metrics,
+        episode_summary,
+        rollouts_to_batch,
+    )
+    from tool_envs.rollout.engine import Rollout
+
+    fault = {"kind": "invented_value", "turn": 1, "evidence": "..."}
+
+    def rollout(reward, outcome, info):
+        return Rollout(
+            env_id=RETAIL,
+            task_id="t",
+            prompt_ids=[1, 2],
+            completion_ids=[3, 4],
+            logprobs=[-0.5, -0.1],
+            env_mask=[1, 1],
+            reward=reward,
+            outcome=outcome,
+            reward_info={"outcome": outcome, **info},
+            messages=[
+                {"role": "system", "content": "s"},
+                {"role": "user", "content": "q"},
+                {"role": "assistant", "content": "a"},
+            ],
+        )
+
+    checked = {"user_checks": ["premature_stop"], "user_strategy": "llm"}
+    spoiled = {"void_cause": "user_simulator", "user_fault": fault, "user_strategy": "llm"}
+    group = [
+        rollout(1.0, "success", checked),
+        rollout(0.0, VOID, spoiled),
+        rollout(0.0, "failure", checked),
+    ]
+    batch = rollouts_to_batch(group)
+    assert batch["env_mask"][1] == [0, 0] and batch["env_reward"][1] is None
+    samples, values = group_samples(group, model_version=0, group_id=0)
+    assert len(samples) == 2
+    metrics = episode_metrics([episode_summary(r) for r in group])
+    assert metrics["env/user_fault_rate"] == pytest.approx(1 / 3)
+    assert metrics["env/user_fault/invented_value"] == pytest.approx(1 / 3)
+    assert values["env/user_fault_rate"] == pytest.approx(1 / 3)
