@@ -23,7 +23,7 @@ import contextlib
 import dataclasses
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -35,7 +35,7 @@ from typing_extensions import Self
 import tool_envs
 from tool_envs.core.messages import Message
 from tool_envs.core.outcome import VOID, is_void, outcome_of, void_info
-from tool_envs.errors import ToolEnvsError
+from tool_envs.errors import RolloutVoidError as RolloutVoidError
 from tool_envs.registration import env_kwargs_for, registered_id
 from tool_envs.rollout.backends.base import Generation, GenerationBackend, SamplingSettings
 from tool_envs.rollout.template import ChatTemplateRenderer
@@ -119,28 +119,6 @@ class RolloutConfig:
             )
         if not all(callable(w) for w in self.env_wrappers):
             raise TypeError("RolloutConfig.env_wrappers must be callables env -> wrapped env")
-
-
-class RolloutVoidError(ToolEnvsError, RuntimeError):
-    """Raised when too many episodes of a batch are void (infrastructure, not the policy).
-
-    Attributes:
-        rollouts: Every rollout of the batch, void ones included, so nothing is lost.
-        causes: How many episodes each void cause ended.
-    """
-
-    def __init__(self, rollouts: list[Rollout], limit: float):
-        self.rollouts = rollouts
-        self.causes = Counter(
-            str((r.reward_info or {}).get("void_cause")) for r in rollouts if r.void
-        )
-        void = sum(self.causes.values())
-        example = next(r for r in rollouts if r.void).reward_info["reason"]  # type: ignore[index]
-        super().__init__(
-            f"{void} of {len(rollouts)} episodes are void (more than max_void_fraction={limit}): "
-            f"{dict(self.causes)}. First reason: {example}. Fix the failing service, or raise "
-            "RolloutConfig.max_void_fraction to train on what is left."
-        )
 
 
 @dataclass
