@@ -12,7 +12,7 @@ from typing import Any
 
 from tool_envs.data.loading import load_tasks
 from tool_envs.errors import EnvConfigError
-from tool_envs.registration import env_id_of_source
+from tool_envs.registration import env_id_of_source, register_envs
 
 __all__ = ["load_task_sources"]
 
@@ -52,9 +52,7 @@ def _env_tasks(env_id: str, split: str) -> list[dict[str, Any]]:
     """The rows of ``split`` of the task set that env ``env_id`` ships."""
     import gymnasium as gym
 
-    import tool_envs
-
-    gym.register_envs(tool_envs)
+    register_envs()  # as `import tool_envs` does, without importing the package from below
     env = gym.make(env_id)
     try:
         available = env.unwrapped.own_task_splits()
