@@ -1,6 +1,7 @@
 """The ``serve-mcp`` command: ``tool-envs serve-mcp NAME [--transport stdio|http] [--port N]``.
 
-Shared by the ``tool-envs`` command and ``python -m tool_envs.mcp.servers``.
+Shared by the ``tool-envs`` command (:mod:`tool_envs.commands.serve_mcp` registers it) and
+``python -m tool_envs.mcp.servers``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from tool_envs.cli import json_object
+from tool_envs._argtypes import json_object
 from tool_envs.mcp.servers import BUILTIN_SERVERS, DEFAULT_PORT, TRANSPORTS
 
 HELP = "serve a built-in MCP server (python sandbox, search) over stdio or streamable HTTP"
@@ -32,12 +33,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     search.add_argument("--cache", help="sqlite file of the search cache")
     search.add_argument("--cache-mode", choices=["read_write", "replay", "off"])
     return parser
-
-
-def add_serve_mcp_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``serve-mcp`` to the ``tool-envs`` sub-commands."""
-    parser = subparsers.add_parser("serve-mcp", help=HELP, description=HELP)
-    return add_arguments(parser)
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
