@@ -111,7 +111,8 @@ def train(
 
     from tool_envs.eval.heldout import HeldoutComparison, HeldoutEvaluator, count_seen
     from tool_envs.integrations.trl import TaskRowEnvironment, make_rollout_func
-    from tool_envs.integrations.trl.callbacks import MetricsFile, one_line_logs, plot_reward_curve
+    from tool_envs.integrations.trl.metrics_file import MetricsFile, one_line_logs
+    from tool_envs.integrations.trl.plots import plot_reward_curve
     from tool_envs.integrations.trl.recipes import import_function, preview, to_dataset
     from tool_envs.integrations.trl.trainer import ToolEnvsGRPOTrainer
     from tool_envs.integrations.trl.user_faults import UserFaultWatch

@@ -138,11 +138,8 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
     from trl import SFTTrainer, get_peft_config
 
     from tool_envs.eval.teacher_forced import digit_token_ids, gold_scores
-    from tool_envs.integrations.trl.callbacks import (
-        EnvSuccessCallback,
-        MetricsFile,
-        one_line_logs,
-    )
+    from tool_envs.integrations.trl.env_success import EnvSuccessCallback
+    from tool_envs.integrations.trl.metrics_file import MetricsFile, one_line_logs
     from tool_envs.rollout import RolloutConfig
     from tool_envs.rollout.sft import check_fits, gold_sft_rows_in_processes, with_loss_on
 

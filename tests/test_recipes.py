@@ -399,7 +399,8 @@ def test_reward_functions_are_named_by_import_path(tmp_path):
 def test_metrics_file_starts_a_new_file_per_run_and_a_resumed_run_continues_its_own(tmp_path):
     from types import SimpleNamespace
 
-    from tool_envs.integrations.trl.callbacks import MetricsFile, _last_run
+    from tool_envs.integrations.trl.callbacks import MetricsFile
+    from tool_envs.integrations.trl.plots import _last_run
 
     path = tmp_path / "metrics.jsonl"
     args = SimpleNamespace(resume_from_checkpoint=None, output_dir=str(tmp_path))

@@ -129,7 +129,7 @@ class EpisodeArguments(TaskArguments):
             raise EnvConfigError(f"no_signal_steps must be >= 0, got {self.no_signal_steps}")
         if not self.no_signal_steps:
             return []
-        from tool_envs.integrations.trl.callbacks import RewardSignalWatch
+        from tool_envs.integrations.trl.metrics_file import RewardSignalWatch
 
         return [RewardSignalWatch(self.no_signal_steps)]
 
