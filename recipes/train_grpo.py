@@ -28,6 +28,10 @@ quiet_console()  # before TRL is imported: it reads TRL_EXPERIMENTAL_SILENCE the
 
 from trl import GRPOConfig, ModelConfig, TrlParser  # noqa: E402
 
+# The checkout these recipes are in: its configs and Makefile name the commands that make a
+# missing local model or task set (tool_envs reads no checkout of its own).
+PROJECT = Path(__file__).resolve().parent.parent
+
 
 @dataclass
 class EnvArguments(EpisodeArguments):
@@ -120,7 +124,9 @@ def train(
     started = time.perf_counter()
     split = env_args.heldout_split
     rows, heldout, tokenizer = env_args.start(
-        model_args.model_name_or_path, heldout=(split, env_args.heldout_tasks) if split else None
+        model_args.model_name_or_path,
+        heldout=(split, env_args.heldout_tasks) if split else None,
+        project=PROJECT,
     )
     reward_funcs = [import_function(spec) for spec in env_args.reward_funcs]
     if heldout:
