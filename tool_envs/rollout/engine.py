@@ -39,6 +39,7 @@ from tool_envs.errors import RolloutVoidError as RolloutVoidError
 from tool_envs.registration import env_kwargs_for, registered_id
 from tool_envs.rollout.backends.base import Generation, GenerationBackend, SamplingSettings
 from tool_envs.rollout.template import ChatTemplateRenderer
+from tool_envs.serve.pool import EnvServerPool, as_pool
 
 gym.register_envs(tool_envs)
 
@@ -72,7 +73,10 @@ class RolloutConfig:
             env are the server's (``tool-envs serve --env-kwargs``), not ``env_kwargs``;
             ``max_turns`` and ``env_wrappers`` apply here as to any env. A server that dies or
             hangs voids its episodes (``void_cause="env_server"``); when none is left, the run
-            raises :class:`~tool_envs.errors.EnvServerUnavailableError` naming the URLs.
+            raises :class:`~tool_envs.errors.EnvServerUnavailableError` naming the URLs. A value
+            may also be an :class:`~tool_envs.serve.pool.EnvServerPool`, shared as it is (e.g.
+            :meth:`RayEnvServers.pools() <tool_envs.serve.cluster.RayEnvServers.pools>`, whose
+            pools follow a server Ray restarts at a new address).
     """
 
     max_completion_length: int = 1024
@@ -86,11 +90,12 @@ class RolloutConfig:
     max_void_fraction: float = 0.5
     chat_template: str | None = None
     template_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    env_servers: Mapping[str, str | Sequence[str]] = field(default_factory=dict)
+    env_servers: Mapping[str, str | Sequence[str] | EnvServerPool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for env_id, urls in self.env_servers.items():
-            listed = [urls] if isinstance(urls, str) else list(urls)
+            listed = urls.urls if isinstance(urls, EnvServerPool) else urls
+            listed = [listed] if isinstance(listed, str) else list(listed)
             if not listed or not all(isinstance(u, str) and u for u in listed):
                 raise ValueError(
                     f"RolloutConfig.env_servers[{env_id!r}] must be a URL or a non-empty list "
@@ -249,11 +254,10 @@ class EnvPool:
     def _remote(self, env_id: str) -> gym.Env:
         """A RemoteEnv on ``env_id``'s servers (the turn limit applied here, as in-process)."""
         from tool_envs.serve.client import RemoteEnv
-        from tool_envs.serve.pool import EnvServerPool
 
         with self._lock:
             if env_id not in self._servers:
-                self._servers[env_id] = EnvServerPool(self._served[env_id])
+                self._servers[env_id] = as_pool(self._served[env_id])
             servers = self._servers[env_id]
         env: gym.Env = RemoteEnv(servers, timeout=self.config.step_timeout)
         if self.config.max_turns is not None:

@@ -181,8 +181,9 @@ class EpisodeArguments(TaskArguments):
 
 @contextmanager
 def run_env_servers(env_args: EpisodeArguments) -> Iterator[dict[str, Any]]:
-    """A run's ``env_servers``: the URLs given, plus those of the servers ``ray_env_servers``
-    starts on Ray for this run (all stopped when the block ends, however it ends)."""
+    """A run's ``env_servers``: the URLs given, plus pools of the servers ``ray_env_servers``
+    starts on Ray for this run (:meth:`RayEnvServers.pools`, which follow a server Ray restarts
+    at a new address; all stopped when the block ends, however it ends)."""
     env_servers = parse_json_argument("env_servers", env_args.env_servers)
     wanted = parse_json_argument("ray_env_servers", env_args.ray_env_servers)
     if not wanted:
@@ -197,9 +198,9 @@ def run_env_servers(env_args: EpisodeArguments) -> Iterator[dict[str, Any]]:
             f"{sorted(both)} in both env_servers and ray_env_servers: serve each env one way"
         )
     with RayEnvServers(specs) as servers:
-        servers.watch()  # the engines' pools follow a server restarted at a new address
+        servers.watch()  # its pools follow a server restarted at a new address
         print(f"env servers on Ray: {json.dumps(servers.urls)}", flush=True)
-        yield {**env_servers, **servers.urls}
+        yield {**env_servers, **servers.pools()}
 
 
 def quiet_console() -> None:
