@@ -53,8 +53,11 @@ re-exports the class under its old import path).
     ├── WeightSyncError       (also RuntimeError) vLLM's weights cannot be kept in step with
     │                                        the policy [rollout.backends.vllm.weight_sync]
     ├── EvalError             (also RuntimeError) an evaluation cannot go on [eval.agents]
-    └── EpisodeInterrupted                     an evaluation is stopping; the trial is dropped
-                                             [eval.agents]
+    ├── EpisodeInterrupted                     an evaluation is stopping; the trial is dropped
+    │                                        [eval.agents]
+    └── TRLInternalsError     (also RuntimeError) the installed TRL lacks an internal tool_envs
+                                             relies on; names it and the TRL version
+                                             [integrations.trl.trl_compat]
 
 ``tests/test_errors.py`` walks the package and fails on an exception class outside this tree.
 """
@@ -86,6 +89,7 @@ __all__ = [
     "RolloutVoidError",
     "SandboxUnavailable",
     "SearchError",
+    "TRLInternalsError",
     "TaskRowError",
     "Tau2NotInstalledError",
     "TemplatePrefixError",
@@ -439,3 +443,23 @@ class EvalError(ToolEnvsError, RuntimeError):
 
 class EpisodeInterrupted(ToolEnvsError):
     """The run is stopping (Ctrl-C or another trial's fatal error); this trial is dropped."""
+
+
+# --------------------------------------------------------------------------- TRL
+
+
+class TRLInternalsError(ToolEnvsError, RuntimeError):
+    """Raised when the installed TRL lacks, or has reshaped, an internal tool_envs relies on.
+
+    Every such internal is a named touchpoint of :mod:`tool_envs.integrations.trl.trl_compat`,
+    checked on the TRL versions it names; the message says which, the TRL found, and the fix.
+
+    Attributes:
+        touchpoint: The touchpoint's name (a key of ``trl_compat.TOUCHPOINTS``).
+        trl_version: The installed TRL's version.
+        checked: The TRL versions the touchpoint was checked on.
+    """
+
+    def __init__(self, message: str, *, touchpoint: str, trl_version: str, checked: str):
+        self.touchpoint, self.trl_version, self.checked = touchpoint, trl_version, checked
+        super().__init__(message)
