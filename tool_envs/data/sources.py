@@ -8,13 +8,28 @@ reading lives here, beside the row schema, and neither borrows it from the other
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from tool_envs.data.loading import load_tasks
+from tool_envs.data.schema import ENV_ID_PATTERN
 from tool_envs.errors import EnvConfigError
-from tool_envs.registration import env_id_of_source, register_envs
+from tool_envs.registration import register_envs, resolve_env_id
 
-__all__ = ["load_task_sources"]
+__all__ = ["env_id_of_source", "load_task_sources"]
+
+
+def env_id_of_source(source: str) -> str | None:
+    """The registered id when a task source names an env (``namespace/Name-vN``, or
+    ``module:namespace/Name-vN``), None for a dataset source (a folder, files, a Hub id).
+
+    Raises:
+        UnknownEnvError: the source has an env id's form but no such env is registered, so a
+            typo says "did you mean" instead of failing to reach the Hub.
+    """
+    if Path(source).expanduser().exists() or not ENV_ID_PATTERN.match(source):
+        return None
+    return resolve_env_id(source)
 
 
 def load_task_sources(

@@ -22,9 +22,9 @@ import gymnasium as gym
 
 import tool_envs
 from tool_envs.data import encode_row, load_task_sources
+from tool_envs.data.sources import env_id_of_source
 from tool_envs.errors import EnvConfigError, EnvServerUnavailableError, TaskRowError
 from tool_envs.registration import (
-    env_id_of_source,
     env_kwargs_for,
     registered_id,
     resolve_env_id,

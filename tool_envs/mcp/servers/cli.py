@@ -50,8 +50,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 
 def serve_mcp_command(args: argparse.Namespace) -> int:
     """Run the server the parsed arguments name; returns the exit status."""
-    from tool_envs.code.sandbox import SandboxUnavailable
-    from tool_envs.errors import EnvConfigError
+    from tool_envs.errors import EnvConfigError, SandboxUnavailable
     from tool_envs.mcp.servers import serve
 
     try:

@@ -167,4 +167,3 @@ class AsyncGenerationBackend(Protocol):
         *,
         seed: int | None = None,
     ) -> Generation: ...
-
