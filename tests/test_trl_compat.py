@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import datasets
 import pytest
-from rollout_helpers import tiny_grpo_config, tiny_tokenizer_and_model
+from rollout_helpers import saved_tiny_model, tiny_grpo_config
 
 from tool_envs.calculator import default_splits
 from tool_envs.data import encode_row
@@ -24,10 +24,7 @@ trl = pytest.importorskip("trl", reason="the TRL integration needs the 'train' e
 @pytest.fixture(scope="module")
 def trainer(tmp_path_factory):
     """A real GRPOTrainer as the recipes build it (tiny model, rollout_func, TaskRowEnvironment)."""
-    folder = tmp_path_factory.mktemp("tiny-model")
-    tokenizer, model = tiny_tokenizer_and_model()
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    folder, tokenizer = saved_tiny_model(tmp_path_factory.mktemp("tiny-model"))
     rows = default_splits()["train"][:4]
     return trl.GRPOTrainer(
         model=str(folder),

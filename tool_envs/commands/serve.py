@@ -114,16 +114,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = ServeConfig(
             env_id=args.env_id,
-            env_kwargs=args.env_kwargs,
             host=args.host or "127.0.0.1",
             port=args.port,
-            max_sessions=args.max_sessions,
-            session_timeout=args.session_timeout,
             max_message_bytes=args.max_message_bytes,
             token=args.token or os.environ.get(TOKEN_VARIABLE) or None,
-            inline_steps=args.inline_steps,
-            handshake_timeout=args.handshake_timeout,
-            max_handshakes=args.max_handshakes,
+            **_server_options(args),
         )
     except EnvConfigError as exc:
         args.command_parser.error(str(exc))
@@ -151,14 +146,17 @@ def _serve_on_ray(args: argparse.Namespace, config: Any) -> int:
             servers=args.ray,
             num_cpus=args.num_cpus,
             resources=args.resources,
-            max_sessions=args.max_sessions,
-            env_kwargs=args.env_kwargs,
             max_restarts=args.max_restarts,
-            session_timeout=args.session_timeout,
-            inline_steps=args.inline_steps,
-            handshake_timeout=args.handshake_timeout,
-            max_handshakes=args.max_handshakes,
+            **_server_options(args),
         )
     except EnvConfigError as exc:
         args.command_parser.error(str(exc))
     return serve_on_ray(spec, address=args.ray_address, host=args.host, token=config.token)
+
+
+def _server_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options a server here (``ServeConfig``) and each server on Ray (``ServerSpec``) take
+    alike."""
+    names = ("env_kwargs", "max_sessions", "session_timeout", "inline_steps")
+    names += ("handshake_timeout", "max_handshakes")
+    return {name: getattr(args, name) for name in names}
