@@ -66,6 +66,8 @@ def test_step_metrics_reach_the_step_logs_as_means(trainer):
     assert trainer.state.log_history[-1]["env/probe"] == 0.5
     assert "env/probe" not in trainer._metrics["train"]
     _fails_naming("step_metrics", trl_compat.log_step_metric, SimpleNamespace(), "train", "k", 1)
+    plain = SimpleNamespace(_metrics={"train": {}})  # a TRL that stopped using defaultdict(list)
+    _fails_naming("step_metrics", trl_compat.log_step_metric, plain, "train", "k", 1)
 
 
 def test_trainer_environments_are_set_and_filled_per_rollout(trainer):

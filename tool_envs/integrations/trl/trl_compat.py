@@ -142,9 +142,10 @@ def log_step_metric(trainer: Any, mode: str, key: str, value: float) -> None:
     """Add ``value`` to the trainer's ``key`` metric of this step (``mode``: "train" or "eval");
     TRL averages each list into the step's logs."""
     metrics = getattr(trainer, "_metrics", None)
-    if not isinstance(metrics, dict) or not hasattr(metrics.get(mode), "__getitem__"):
-        raise missing("step_metrics", f"found {type(metrics).__name__}")
-    metrics[mode][key].append(value)
+    per_mode = metrics.get(mode) if isinstance(metrics, dict) else None
+    if getattr(per_mode, "default_factory", None) is not list:  # a new key must start a list
+        raise missing("step_metrics", f"_metrics[{mode!r}] is {type(per_mode).__name__}")
+    per_mode[key].append(value)
 
 
 def trainer_environments(trainer: Any) -> list[Any] | None:
