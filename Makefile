@@ -74,12 +74,15 @@ TEST_WORKERS ?= 2
 installs:
 	$(MAKE) --no-print-directory --jobs=2 $(VENV)/.installed $(OPENENV_VENV)/.installed
 
+# lint-imports checks the architecture contract of pyproject.toml (layers, no import circle).
 test: installs
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 test-fast: $(VENV)/.installed
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not vllm"
 
 test-slow: $(VENV)/.installed
@@ -88,6 +91,7 @@ test-slow: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 format: $(VENV)/.installed
 	$(BIN)/ruff check --fix .

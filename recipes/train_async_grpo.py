@@ -22,6 +22,7 @@ settings can be sent to its process, without a server (on a machine without a GP
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tool_envs.integrations.trl.recipes import EpisodeArguments, quiet_console, run_recipe
 
@@ -29,6 +30,10 @@ quiet_console()  # before TRL is imported: the async trainer is experimental in 
 
 from trl import TrlParser  # noqa: E402
 from trl.experimental.async_grpo import AsyncGRPOConfig  # noqa: E402
+
+# The checkout these recipes are in: its configs and Makefile name the commands that make a
+# missing local model or task set (tool_envs reads no checkout of its own).
+PROJECT = Path(__file__).resolve().parent.parent
 
 
 @dataclass
@@ -80,7 +85,7 @@ def train(env_args: AsyncEnvArguments, args: AsyncGRPOConfig, env_servers: dict)
     from tool_envs.integrations.trl import env_reward
     from tool_envs.integrations.trl.recipes import to_dataset
 
-    rows, _, tokenizer = env_args.start(env_args.model_name_or_path)
+    rows, _, tokenizer = env_args.start(env_args.model_name_or_path, project=PROJECT)
     # The worker loads the tokenizer itself (in its own process): the chat template travels in
     # the config, so the worker renders what the check above checked.
     template = tokenizer.chat_template if env_args.chat_template else None

@@ -28,6 +28,10 @@ quiet_console()  # before TRL is imported: it reads TRL_EXPERIMENTAL_SILENCE the
 
 from trl import GRPOConfig, ModelConfig, TrlParser  # noqa: E402
 
+# The checkout these recipes are in: its configs and Makefile name the commands that make a
+# missing local model or task set (tool_envs reads no checkout of its own).
+PROJECT = Path(__file__).resolve().parent.parent
+
 
 @dataclass
 class EnvArguments(EpisodeArguments):
@@ -111,7 +115,8 @@ def train(
 
     from tool_envs.eval.heldout import HeldoutComparison, HeldoutEvaluator, count_seen
     from tool_envs.integrations.trl import TaskRowEnvironment, make_rollout_func
-    from tool_envs.integrations.trl.callbacks import MetricsFile, one_line_logs, plot_reward_curve
+    from tool_envs.integrations.trl.metrics_file import MetricsFile, one_line_logs
+    from tool_envs.integrations.trl.plots import plot_reward_curve
     from tool_envs.integrations.trl.recipes import import_function, preview, to_dataset
     from tool_envs.integrations.trl.trainer import ToolEnvsGRPOTrainer
     from tool_envs.integrations.trl.user_faults import UserFaultWatch
@@ -119,7 +124,9 @@ def train(
     started = time.perf_counter()
     split = env_args.heldout_split
     rows, heldout, tokenizer = env_args.start(
-        model_args.model_name_or_path, heldout=(split, env_args.heldout_tasks) if split else None
+        model_args.model_name_or_path,
+        heldout=(split, env_args.heldout_tasks) if split else None,
+        project=PROJECT,
     )
     reward_funcs = [import_function(spec) for spec in env_args.reward_funcs]
     if heldout:

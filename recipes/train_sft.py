@@ -32,6 +32,10 @@ quiet_console()  # before TRL is imported: it reads TRL_EXPERIMENTAL_SILENCE the
 
 from trl import ModelConfig, SFTConfig, TrlParser  # noqa: E402
 
+# The checkout these recipes are in: its configs and Makefile name the commands that make a
+# missing local model or task set (tool_envs reads no checkout of its own).
+PROJECT = Path(__file__).resolve().parent.parent
+
 
 @dataclass
 class GoldArguments(TaskArguments):
@@ -138,16 +142,15 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
     from trl import SFTTrainer, get_peft_config
 
     from tool_envs.eval.teacher_forced import digit_token_ids, gold_scores
-    from tool_envs.integrations.trl.callbacks import (
-        EnvSuccessCallback,
-        MetricsFile,
-        one_line_logs,
-    )
+    from tool_envs.integrations.trl.env_success import EnvSuccessCallback
+    from tool_envs.integrations.trl.metrics_file import MetricsFile, one_line_logs
     from tool_envs.rollout import RolloutConfig
     from tool_envs.rollout.sft import check_fits, gold_sft_rows_in_processes, with_loss_on
 
     rows, held_out, tokenizer = gold_args.start(
-        model_args.model_name_or_path, heldout=(gold_args.eval_split, gold_args.eval_tasks)
+        model_args.model_name_or_path,
+        heldout=(gold_args.eval_split, gold_args.eval_tasks),
+        project=PROJECT,
     )
     check_budget = RolloutConfig(
         max_completion_length=gold_args.eval_max_completion_length,

@@ -36,6 +36,15 @@ def tiny_tokenizer_and_model(seed: int = 0):
     return tokenizer, build_model(tokenizer, seed=seed)
 
 
+def saved_tiny_model(folder):
+    """:func:`tiny_tokenizer_and_model` saved to ``folder`` (TRL builds a trainer's model from a
+    path); returns ``(folder, tokenizer)``."""
+    tokenizer, model = tiny_tokenizer_and_model()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder, tokenizer
+
+
 class GoldPolicyBackend:
     """A GenerationBackend that writes each calculator task's gold turns.
 

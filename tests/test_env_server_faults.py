@@ -334,3 +334,32 @@ def test_a_dead_server_rejoins_the_pool_once_its_health_answers():
     never = EnvServerPool([first.url], recheck_after=None)
     never.mark_dead(first.url, "killed")
     assert never.acquire() is None
+
+
+def test_a_pool_follows_a_moved_server_only_through_the_moves_it_was_given():
+    """A server restarted at a new address (Ray on another node): the launcher records the move
+    in a ServerMoves object; the pools given that object swap the address, others do not, and a
+    pool pickled for another process keeps its servers and the moves known so far."""
+    import pickle
+
+    from tool_envs.serve.pool import EnvServerPool, ServerMoves
+
+    old = EnvServer(ServeConfig(CALCULATOR)).start()
+    old_url = old.url
+    old.stop()
+    moves = ServerMoves()
+    following = EnvServerPool([old_url], recheck_after=0, moves=moves)
+    blind = EnvServerPool([old_url], recheck_after=0)
+    for pool in (following, blind):
+        pool.mark_dead(old_url, "killed")
+    with EnvServer(ServeConfig(CALCULATOR)) as new:
+        moves.record(old_url, new.url)
+        remote = RemoteEnv(following)
+        remote.reset(seed=0)  # rechecked at the new address, readmitted there
+        assert following.urls == [new.url] and not following.dead
+        remote.close()
+        with pytest.raises(EnvServerUnavailableError, match=old_url):
+            RemoteEnv(blind).reset(seed=0)
+        copy = pickle.loads(pickle.dumps(EnvServerPool([old_url], moves=moves)))
+        assert copy.urls == [old_url] and copy.moves.follow(old_url) == new.url
+        assert copy.moves is not moves and copy.load == {old_url: 0}

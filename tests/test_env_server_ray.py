@@ -137,7 +137,7 @@ def test_an_actor_killed_mid_batch_voids_its_episodes_and_comes_back(cluster, to
         victim_url = servers.urls[CALCULATOR][0]
         victim_pid = ray.get(victim.info.remote())["pid"]
         config = RolloutConfig(
-            max_completion_length=4096, env_servers=servers.urls,
+            max_completion_length=4096, env_servers=servers.pools(),
             max_void_fraction=1.0, step_timeout=20,
         )  # fmt: skip
 
@@ -162,7 +162,8 @@ def test_an_actor_killed_mid_batch_voids_its_episodes_and_comes_back(cluster, to
             assert all(r.success for r in second)
             assert ray.get(victim.info.remote())["active_sessions"] >= 1
             # Restarted where its port is taken (as on another node): a new address, which
-            # check() reports and records, and the engine's pool follows.
+            # check() reports and records in servers.moves, and the engine's pool (one of
+            # servers.pools()) follows.
             pid = ray.get(victim.info.remote())["pid"]
             ray.kill(victim, no_restart=False)
             assert wait_for(lambda: not os.path.exists(f"/proc/{pid}"), timeout=30)

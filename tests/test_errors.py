@@ -7,11 +7,13 @@ and tau2; their import-time state stays out of this test process).
 
 from __future__ import annotations
 
+import ast
 import builtins
 import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -40,6 +42,10 @@ for info in pkgutil.walk_packages(tool_envs.__path__, "tool_envs."):
             "in_tree": issubclass(value, errors.ToolEnvsError),
             "reachable": getattr(errors, value.__name__, None) is value,
         }
+    # Names a module re-exports from tool_envs.errors must be the class defined there.
+    for name, value in vars(module).items():
+        if inspect.isclass(value) and value.__module__ == "tool_envs.errors":
+            assert getattr(errors, name) is value, (info.name, name)
 print(json.dumps(found))
 """
 
@@ -67,7 +73,12 @@ def _drawn_tree() -> dict[str, tuple[str | None, str | None]]:
     return drawn
 
 
-def test_every_public_exception_is_in_the_tree_and_reachable_from_errors(exceptions):
+def test_every_public_exception_is_defined_in_errors_in_the_tree_and_reachable(exceptions):
+    defined_elsewhere = sorted(k for k in exceptions if not k.startswith("tool_envs.errors."))
+    assert not defined_elsewhere, (
+        f"define these in tool_envs/errors.py and import them where they are raised: "
+        f"{defined_elsewhere}"
+    )
     outside = sorted(k for k, v in exceptions.items() if not v["in_tree"])
     assert not outside, f"not ToolEnvsError subclasses: {outside}"
     hidden = sorted(k for k, v in exceptions.items() if not v["reachable"])
@@ -97,3 +108,20 @@ def test_errors_module_stays_light():
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     loaded = json.loads(result.stdout)
     assert loaded == ["tool_envs", "tool_envs._lazy", "tool_envs.errors", "tool_envs.registration"]
+
+
+def test_errors_imports_nothing_of_the_package():
+    """The bottom layer: a module that imports upward to re-export (lazily or not) would make
+    every importer of an exception part of an import circle."""
+    tree = ast.parse(Path(errors.__file__).read_text(encoding="utf-8"))
+    upward = [
+        ast.unparse(node)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom | ast.Import)
+        and any(
+            name.startswith("tool_envs")
+            for name in ([node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            + [alias.name for alias in node.names if isinstance(node, ast.Import)]
+        )
+    ]
+    assert not upward, upward

@@ -225,10 +225,11 @@ def test_command_line_rejects_bad_input():
 def test_cli_parser_can_be_added_to_a_parent_command():
     import argparse
 
-    from tool_envs.mcp.servers.cli import _options, add_serve_mcp_parser
+    from tool_envs.commands import serve_mcp
+    from tool_envs.mcp.servers.cli import _options
 
     parser = argparse.ArgumentParser(prog="tool-envs")
-    add_serve_mcp_parser(parser.add_subparsers(dest="command"))
+    serve_mcp.add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["serve-mcp", "python", "--transport", "http", "--time-limit", "2"])
     assert (args.command, args.name, args.transport, args.port) == (
         "serve-mcp",

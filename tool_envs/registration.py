@@ -10,7 +10,6 @@ import difflib
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -170,21 +169,6 @@ def resolve_env_id(env_id: str) -> str:
         f"unknown env id {name!r}.{hint} {where} Registered: {', '.join(known)} "
         "(`tool-envs list` describes this package's envs)"
     )
-
-
-def env_id_of_source(source: str) -> str | None:
-    """The registered id when a task source names an env (``namespace/Name-vN``, or
-    ``module:namespace/Name-vN``), None for a dataset source (a folder, files, a Hub id).
-
-    Raises:
-        UnknownEnvError: the source has an env id's form but no such env is registered, so a
-            typo says "did you mean" instead of failing to reach the Hub.
-    """
-    from tool_envs.data.schema import ENV_ID_PATTERN  # not at import: registry stays light
-
-    if Path(source).expanduser().exists() or not ENV_ID_PATTERN.match(source):
-        return None
-    return resolve_env_id(source)
 
 
 def for_env(by_env: Mapping[str, Any], env_id: str) -> Any:

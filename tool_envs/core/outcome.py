@@ -20,21 +20,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+# What can void an episode; ``reward_info["void_cause"]`` is one of these. Defined beside
+# InfrastructureError, which checks its cause against it.
+from tool_envs.errors import VOID_CAUSES as VOID_CAUSES
+
 SUCCESS = "success"
 FAILURE = "failure"
 VOID = "void"
 OUTCOMES = (SUCCESS, FAILURE, VOID)
-
-VOID_CAUSES = (
-    "user_simulator",  # the LLM user's API failed or timed out after its retries
-    "judge",  # an LLM judge is unreachable, misconfigured or answered garbage
-    "env_timeout",  # an env step (or reset) ran past the rollout's timeout
-    "env_error",  # an env step raised (a bug or a dead server behind it)
-    "sandbox",  # the sandbox could not run the code at all (not the code's fault)
-    "generation",  # the policy's generation server failed mid-episode
-    "env_server",  # a remote env's server died, hung or dropped the session (tool_envs.serve)
-)
-"""What can void an episode; ``reward_info["void_cause"]`` is one of these."""
 
 
 def void_info(cause: str, detail: str) -> dict[str, Any]:

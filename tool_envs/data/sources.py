@@ -8,13 +8,28 @@ reading lives here, beside the row schema, and neither borrows it from the other
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from tool_envs.data.loading import load_tasks
+from tool_envs.data.schema import ENV_ID_PATTERN
 from tool_envs.errors import EnvConfigError
-from tool_envs.registration import env_id_of_source
+from tool_envs.registration import register_envs, resolve_env_id
 
-__all__ = ["load_task_sources"]
+__all__ = ["env_id_of_source", "load_task_sources"]
+
+
+def env_id_of_source(source: str) -> str | None:
+    """The registered id when a task source names an env (``namespace/Name-vN``, or
+    ``module:namespace/Name-vN``), None for a dataset source (a folder, files, a Hub id).
+
+    Raises:
+        UnknownEnvError: the source has an env id's form but no such env is registered, so a
+            typo says "did you mean" instead of failing to reach the Hub.
+    """
+    if Path(source).expanduser().exists() or not ENV_ID_PATTERN.match(source):
+        return None
+    return resolve_env_id(source)
 
 
 def load_task_sources(
@@ -52,9 +67,7 @@ def _env_tasks(env_id: str, split: str) -> list[dict[str, Any]]:
     """The rows of ``split`` of the task set that env ``env_id`` ships."""
     import gymnasium as gym
 
-    import tool_envs
-
-    gym.register_envs(tool_envs)
+    register_envs()  # as `import tool_envs` does, without importing the package from below
     env = gym.make(env_id)
     try:
         available = env.unwrapped.own_task_splits()

@@ -19,9 +19,9 @@ from tool_envs._lazy import lazy_dir, lazy_exports
 
 _LAZY = {
     "EvalConfig": "tool_envs.eval.runner",
-    "EvalResult": "tool_envs.eval.runner",
+    "EvalResult": "tool_envs.eval.result",
     "run_eval": "tool_envs.eval.runner",
-    "EvalError": "tool_envs.eval.agents",
+    "EvalError": "tool_envs.errors",
     "GoldAgent": "tool_envs.eval.agents",
     "NoopAgent": "tool_envs.eval.agents",
     "OpenAIAgent": "tool_envs.eval.agents",
@@ -37,7 +37,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from tool_envs.eval.agents import EvalError as EvalError
+    from tool_envs.errors import EvalError as EvalError
     from tool_envs.eval.agents import GoldAgent as GoldAgent
     from tool_envs.eval.agents import NoopAgent as NoopAgent
     from tool_envs.eval.agents import OpenAIAgent as OpenAIAgent
@@ -50,8 +50,8 @@ if TYPE_CHECKING:
     from tool_envs.eval.metrics import pass_at_k as pass_at_k
     from tool_envs.eval.metrics import pass_hat_k as pass_hat_k
     from tool_envs.eval.metrics import summarize as summarize
+    from tool_envs.eval.result import EvalResult as EvalResult
     from tool_envs.eval.runner import EvalConfig as EvalConfig
-    from tool_envs.eval.runner import EvalResult as EvalResult
     from tool_envs.eval.runner import run_eval as run_eval
 
 __all__ = list(_LAZY)

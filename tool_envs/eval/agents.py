@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import gymnasium as gym
 
 from tool_envs.core.helper_models import api_error_message
-from tool_envs.errors import ToolEnvsError
+from tool_envs.errors import EpisodeInterrupted, EvalError
 
 __all__ = [
     "Agent",
@@ -28,14 +28,6 @@ __all__ = [
     "OpenAIAgent",
     "text_mode_messages",
 ]
-
-
-class EvalError(ToolEnvsError, RuntimeError):
-    """The evaluation cannot go on (bad input, unreachable API); finished trials are kept."""
-
-
-class EpisodeInterrupted(ToolEnvsError):
-    """The run is stopping (Ctrl-C or another trial's fatal error); this trial is dropped."""
 
 
 @dataclass

@@ -12,12 +12,10 @@ import json
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tool_envs.eval.metrics import is_success, summarize, user_fault_of
-
-if TYPE_CHECKING:
-    from tool_envs.eval.runner import EvalResult
+from tool_envs.eval.result import EvalResult
 
 __all__ = [
     "format_table",

@@ -47,6 +47,8 @@ from tool_envs.eval.agents import (
     OpenAIAgent,
 )
 from tool_envs.eval.metrics import is_success, summarize, user_fault_of
+from tool_envs.eval.report import write_reports
+from tool_envs.eval.result import EvalResult as EvalResult
 from tool_envs.eval.store import TrajectoryStore, trial_key
 from tool_envs.eval.tasks import EvalTask, derive_seed, load_eval_tasks
 from tool_envs.registration import env_kwargs_for, for_env, registered_id, resolve_env_id
@@ -197,20 +199,6 @@ class EvalConfig:
             for name in ("model", "mode", "temperature", "max_tokens"):
                 identity[name] = None
         return identity
-
-
-@dataclass
-class EvalResult:
-    """What a run produced: records of the selected trials, their summary, and where files are."""
-
-    records: list[dict[str, Any]]
-    summary: dict[str, Any]
-    out: Path
-    new_trials: int
-    skipped_trials: int
-    interrupted: bool = False
-    error: str | None = None
-    files: dict[str, Path] = field(default_factory=dict)
 
 
 def _check_run_file(out: Path, config: EvalConfig, has_trials: bool) -> None:
@@ -495,8 +483,6 @@ def run_eval(config: EvalConfig) -> EvalResult:
     Returns the result even when interrupted (``interrupted=True``) or stopped by a fatal API
     error (``error`` set): reports then cover the trials finished so far.
     """
-    from tool_envs.eval.report import write_reports
-
     config.validate()
     for env_id in [*config.env_kwargs, *config.env_servers]:
         resolve_env_id(env_id)

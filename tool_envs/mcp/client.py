@@ -56,7 +56,11 @@ from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp import types as mcp_types
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from tool_envs.errors import ToolEnvsError
+from tool_envs.errors import MCPCallError as MCPCallError
+from tool_envs.errors import MCPConnectionError as MCPConnectionError
+from tool_envs.errors import MCPProtocolError as MCPProtocolError
+from tool_envs.errors import MCPTimeoutError as MCPTimeoutError
+from tool_envs.errors import MCPToolError as MCPToolError
 from tool_envs.mcp.config import HttpServerSpec, ServerSpec, spec_key
 from tool_envs.mcp.process import Launch, ProcessGroup, supervised
 
@@ -67,30 +71,6 @@ _CONNECTION_LOST = (
     ConnectionError,
     EOFError,
 )
-
-
-class MCPCallError(ToolEnvsError, ValueError):
-    """Raised when an MCP request fails; ``transient`` says whether retrying may help."""
-
-    transient = False
-
-
-class MCPTimeoutError(MCPCallError):
-    """Raised when a call takes longer than its timeout; the server and session stay up."""
-
-
-class MCPConnectionError(MCPCallError):
-    """Raised when a server cannot be started or reached, or dies; the next call reconnects."""
-
-    transient = True
-
-
-class MCPToolError(MCPCallError):
-    """Raised when a tool reports failure (``CallToolResult.is_error``)."""
-
-
-class MCPProtocolError(MCPCallError):
-    """Raised when the server answers a request with a JSON-RPC error (unknown tool, ...)."""
 
 
 # --------------------------------------------------------------------------- the loop thread

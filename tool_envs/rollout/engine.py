@@ -23,7 +23,7 @@ import contextlib
 import dataclasses
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -35,10 +35,11 @@ from typing_extensions import Self
 import tool_envs
 from tool_envs.core.messages import Message
 from tool_envs.core.outcome import VOID, is_void, outcome_of, void_info
-from tool_envs.errors import ToolEnvsError
+from tool_envs.errors import RolloutVoidError as RolloutVoidError
 from tool_envs.registration import env_kwargs_for, registered_id
 from tool_envs.rollout.backends.base import Generation, GenerationBackend, SamplingSettings
 from tool_envs.rollout.template import ChatTemplateRenderer
+from tool_envs.serve.pool import EnvServerPool, as_pool
 
 gym.register_envs(tool_envs)
 
@@ -72,7 +73,10 @@ class RolloutConfig:
             env are the server's (``tool-envs serve --env-kwargs``), not ``env_kwargs``;
             ``max_turns`` and ``env_wrappers`` apply here as to any env. A server that dies or
             hangs voids its episodes (``void_cause="env_server"``); when none is left, the run
-            raises :class:`~tool_envs.errors.EnvServerUnavailableError` naming the URLs.
+            raises :class:`~tool_envs.errors.EnvServerUnavailableError` naming the URLs. A value
+            may also be an :class:`~tool_envs.serve.pool.EnvServerPool`, shared as it is (e.g.
+            :meth:`RayEnvServers.pools() <tool_envs.serve.cluster.RayEnvServers.pools>`, whose
+            pools follow a server Ray restarts at a new address).
     """
 
     max_completion_length: int = 1024
@@ -86,11 +90,12 @@ class RolloutConfig:
     max_void_fraction: float = 0.5
     chat_template: str | None = None
     template_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    env_servers: Mapping[str, str | Sequence[str]] = field(default_factory=dict)
+    env_servers: Mapping[str, str | Sequence[str] | EnvServerPool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for env_id, urls in self.env_servers.items():
-            listed = [urls] if isinstance(urls, str) else list(urls)
+            listed = urls.urls if isinstance(urls, EnvServerPool) else urls
+            listed = [listed] if isinstance(listed, str) else list(listed)
             if not listed or not all(isinstance(u, str) and u for u in listed):
                 raise ValueError(
                     f"RolloutConfig.env_servers[{env_id!r}] must be a URL or a non-empty list "
@@ -119,28 +124,6 @@ class RolloutConfig:
             )
         if not all(callable(w) for w in self.env_wrappers):
             raise TypeError("RolloutConfig.env_wrappers must be callables env -> wrapped env")
-
-
-class RolloutVoidError(ToolEnvsError, RuntimeError):
-    """Raised when too many episodes of a batch are void (infrastructure, not the policy).
-
-    Attributes:
-        rollouts: Every rollout of the batch, void ones included, so nothing is lost.
-        causes: How many episodes each void cause ended.
-    """
-
-    def __init__(self, rollouts: list[Rollout], limit: float):
-        self.rollouts = rollouts
-        self.causes = Counter(
-            str((r.reward_info or {}).get("void_cause")) for r in rollouts if r.void
-        )
-        void = sum(self.causes.values())
-        example = next(r for r in rollouts if r.void).reward_info["reason"]  # type: ignore[index]
-        super().__init__(
-            f"{void} of {len(rollouts)} episodes are void (more than max_void_fraction={limit}): "
-            f"{dict(self.causes)}. First reason: {example}. Fix the failing service, or raise "
-            "RolloutConfig.max_void_fraction to train on what is left."
-        )
 
 
 @dataclass
@@ -271,11 +254,10 @@ class EnvPool:
     def _remote(self, env_id: str) -> gym.Env:
         """A RemoteEnv on ``env_id``'s servers (the turn limit applied here, as in-process)."""
         from tool_envs.serve.client import RemoteEnv
-        from tool_envs.serve.pool import EnvServerPool
 
         with self._lock:
             if env_id not in self._servers:
-                self._servers[env_id] = EnvServerPool(self._served[env_id])
+                self._servers[env_id] = as_pool(self._served[env_id])
             servers = self._servers[env_id]
         env: gym.Env = RemoteEnv(servers, timeout=self.config.step_timeout)
         if self.config.max_turns is not None:

@@ -18,16 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tool_envs.core.messages import Message
-from tool_envs.errors import ToolEnvsError
-
-
-class TemplatePrefixError(ToolEnvsError):
-    """Raised when a chat template re-renders earlier turns differently once new messages follow.
-
-    Then the env's tokens cannot be computed as a render difference. Use a prefix-preserving
-    template (for Qwen3, one that keeps earlier ``<think>`` blocks, such as TRL's
-    ``qwen3_training.jinja``), or check yours with ``tool_envs.rollout.check_chat_template``.
-    """
+from tool_envs.errors import TemplatePrefixError as TemplatePrefixError
 
 
 class ChatTemplateRenderer:

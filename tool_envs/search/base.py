@@ -7,7 +7,7 @@ import abc
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tool_envs.errors import ToolEnvsError
+from tool_envs.errors import SearchError as SearchError
 
 
 @dataclass(frozen=True)
@@ -26,20 +26,6 @@ class SearchResult:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SearchResult:
         return cls(**data)
-
-
-class SearchError(ToolEnvsError):
-    """A search that failed; the message is written for the model (it becomes an observation).
-
-    ``retryable`` marks transient failures (429, 5xx, timeouts, connection errors) that the retry
-    layer may try again; ``status`` is the HTTP status when there was one.
-    """
-
-    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None):
-        super().__init__(message)
-        self.message = message
-        self.retryable = retryable
-        self.status = status
 
 
 class SearchProvider(abc.ABC):

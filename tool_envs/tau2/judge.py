@@ -28,7 +28,8 @@ from tool_envs.core.helper_models import (
     require_api_key,
 )
 from tool_envs.core.messages import render_transcript
-from tool_envs.errors import EnvConfigError, InfrastructureError
+from tool_envs.errors import EnvConfigError
+from tool_envs.errors import JudgeError as JudgeError
 
 INSTRUCTIONS = (
     "You grade a conversation between a customer-service agent and a customer. For each "
@@ -38,13 +39,6 @@ INSTRUCTIONS = (
 )
 WHO = "NL-assertion judge"
 _JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
-
-
-class JudgeError(InfrastructureError):
-    """Raised when the judge's reply cannot be read as one verdict per assertion (cause "judge")."""
-
-    def __init__(self, message: str):
-        super().__init__(message, cause="judge")
 
 
 class OpenAIJudge:

@@ -39,7 +39,8 @@ from tool_envs.code.sandbox.isolation import (
     filesystem_plan,
     namespaces_command,
 )
-from tool_envs.errors import ToolEnvsError
+from tool_envs.errors import SandboxUnavailable as SandboxUnavailable
+from tool_envs.errors import WorkerDied as WorkerDied
 
 _uid_counter = itertools.count()
 _uid_lock = threading.Lock()
@@ -51,14 +52,6 @@ DEFAULT_PRELOAD = (
     "math", "re", "collections", "itertools", "functools", "heapq", "bisect", "string",
     "typing", "random", "fractions", "decimal", "statistics", "copy", "operator",
 )  # fmt: skip
-
-
-class SandboxUnavailable(ToolEnvsError, RuntimeError):
-    """The requested isolation level cannot be had here (the message says what is missing)."""
-
-
-class WorkerDied(ToolEnvsError, RuntimeError):
-    """The worker process vanished or stopped answering."""
 
 
 # bwrap's --die-with-parent (and any PR_SET_PDEATHSIG) is tied to the thread that spawned the

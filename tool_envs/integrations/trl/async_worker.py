@@ -34,6 +34,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tool_envs.integrations.trl import trl_compat
 from tool_envs.rollout.backends.base import SamplingSettings
 from tool_envs.rollout.engine import Rollout, RolloutConfig, RolloutVoidError
 
@@ -331,7 +332,6 @@ def group_samples(
     episode's ``env_mask`` (env tokens are context), its ``old_log_probs`` the sampler's.
     """
     import numpy as np
-    from trl.experimental.async_grpo.async_rollout_worker import RolloutSample
 
     from tool_envs.integrations.trl.rollout_func import (
         episode_metrics,
@@ -364,7 +364,7 @@ def group_samples(
         prompt_length = len(rollout.messages) - _completion_length(rollout)
         policy_logprobs = rollout.logprobs or [0.0] * len(rollout.completion_ids)
         samples.append(
-            RolloutSample(
+            trl_compat.rollout_sample(
                 prompt=rollout.messages[:prompt_length],
                 completion=rollout.messages[prompt_length:],
                 input_ids=np.asarray(rollout.prompt_ids + rollout.completion_ids, dtype=np.int64),

@@ -22,9 +22,9 @@ import gymnasium as gym
 
 import tool_envs
 from tool_envs.data import encode_row, load_task_sources
+from tool_envs.data.sources import env_id_of_source
 from tool_envs.errors import EnvConfigError, EnvServerUnavailableError, TaskRowError
 from tool_envs.registration import (
-    env_id_of_source,
     env_kwargs_for,
     registered_id,
     resolve_env_id,
@@ -54,29 +54,41 @@ class TaskArguments:
         default=None, metadata={"help": "'compact', a TRL template name, or a .jinja file."}
     )
 
-    def load(self, split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        """The rows of ``split`` (default: ``task_split``), filtered by ``tasks_where``."""
+    def load(
+        self,
+        split: str | None = None,
+        limit: int | None = None,
+        project: str | os.PathLike[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The rows of ``split`` (default: ``task_split``), filtered by ``tasks_where``.
+
+        ``project``: the folder of the recipe being run (see :func:`check_model_path`)."""
         where = parse_json_argument("tasks_where", self.tasks_where)
         for source in self.tasks:
             if env_id_of_source(source) is None:
-                check_model_path(source, option="tasks", what="the task set")
+                check_model_path(source, option="tasks", what="the task set", project=project)
         count = limit if limit is not None else self.max_tasks
         return load_task_sources(self.tasks, split or self.task_split, count, where)
 
     def start(
-        self, model_name_or_path: str, heldout: tuple[str, int] | None = None
+        self,
+        model_name_or_path: str,
+        heldout: tuple[str, int] | None = None,
+        project: str | os.PathLike[str] | None = None,
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Any]:
         """The prelude of every recipe: ``(rows, heldout rows, tokenizer)``.
 
         The tasks are loaded before the tokenizer, so a typo in them is named at once; the
         tokenizer gets ``chat_template``. ``heldout`` is ``(split, count)`` of the same task
-        sources (none: no held-out rows).
+        sources (none: no held-out rows). ``project``: the folder the recipe belongs to, whose
+        configs and Makefile name the commands that make a missing local model or task set
+        (:func:`check_model_path`).
         """
         from transformers import AutoTokenizer
 
-        check_model_path(model_name_or_path)
-        rows = self.load()
-        held_out = self.load(*heldout) if heldout else []
+        check_model_path(model_name_or_path, project=project)
+        rows = self.load(project=project)
+        held_out = self.load(*heldout, project=project) if heldout else []
         tokenizer = AutoTokenizer.from_pretrained(model_name_or_path)
         resolve_chat_template(tokenizer, self.chat_template)
         return rows, held_out, tokenizer
@@ -129,7 +141,7 @@ class EpisodeArguments(TaskArguments):
             raise EnvConfigError(f"no_signal_steps must be >= 0, got {self.no_signal_steps}")
         if not self.no_signal_steps:
             return []
-        from tool_envs.integrations.trl.callbacks import RewardSignalWatch
+        from tool_envs.integrations.trl.metrics_file import RewardSignalWatch
 
         return [RewardSignalWatch(self.no_signal_steps)]
 
@@ -169,8 +181,9 @@ class EpisodeArguments(TaskArguments):
 
 @contextmanager
 def run_env_servers(env_args: EpisodeArguments) -> Iterator[dict[str, Any]]:
-    """A run's ``env_servers``: the URLs given, plus those of the servers ``ray_env_servers``
-    starts on Ray for this run (all stopped when the block ends, however it ends)."""
+    """A run's ``env_servers``: the URLs given, plus pools of the servers ``ray_env_servers``
+    starts on Ray for this run (:meth:`RayEnvServers.pools`, which follow a server Ray restarts
+    at a new address; all stopped when the block ends, however it ends)."""
     env_servers = parse_json_argument("env_servers", env_args.env_servers)
     wanted = parse_json_argument("ray_env_servers", env_args.ray_env_servers)
     if not wanted:
@@ -185,9 +198,9 @@ def run_env_servers(env_args: EpisodeArguments) -> Iterator[dict[str, Any]]:
             f"{sorted(both)} in both env_servers and ray_env_servers: serve each env one way"
         )
     with RayEnvServers(specs) as servers:
-        servers.watch()  # the engines' pools follow a server restarted at a new address
+        servers.watch()  # its pools follow a server restarted at a new address
         print(f"env servers on Ray: {json.dumps(servers.urls)}", flush=True)
-        yield {**env_servers, **servers.urls}
+        yield {**env_servers, **servers.pools()}
 
 
 def quiet_console() -> None:
@@ -203,7 +216,6 @@ def quiet_console() -> None:
     warnings.filterwarnings("ignore", message="TRL currently supports vLLM versions")
 
 
-_REPO = Path(__file__).resolve().parents[3]
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 _OUTPUT_ROOTS = ("outputs",)  # where the recipes' configs write their models
 
@@ -263,13 +275,19 @@ def looks_like_local_path(name_or_path: str) -> bool:
 
 
 def check_model_path(
-    name_or_path: str | None, option: str = "model_name_or_path", what: str = "the model"
+    name_or_path: str | None,
+    option: str = "model_name_or_path",
+    what: str = "the model",
+    project: str | os.PathLike[str] | None = None,
 ) -> None:
     """Fail early when ``name_or_path`` is a local path (:func:`looks_like_local_path`) that does
     not exist, naming the path and the command that makes it.
 
     Without this, ``from_pretrained`` takes the missing folder for a Hub id and ends in a
-    network error ("We couldn't connect to 'https://huggingface.co'").
+    network error ("We couldn't connect to 'https://huggingface.co'"). The commands are read
+    from ``project``, the folder the caller's recipes live in (``recipes/configs/*.yaml`` and
+    the ``demo`` target of its ``Makefile``): the recipes pass their own checkout. Without it
+    (a pip install has no such folder) the message says to make or download the path.
     """
     if not name_or_path or not looks_like_local_path(name_or_path):
         return
@@ -277,7 +295,7 @@ def check_model_path(
     if path.exists():
         return
     message = f"--{option} {name_or_path!r} is a local folder, and {path.resolve()} does not exist."
-    makers = _commands_that_make(name_or_path)
+    makers = _commands_that_make(name_or_path, Path(project)) if project is not None else []
     if makers:
         message += " Make it with: " + "; or ".join(makers)
     else:
@@ -285,23 +303,24 @@ def check_model_path(
     raise EnvConfigError(message)
 
 
-def _commands_that_make(name_or_path: str) -> list[str]:
-    """Commands of this repository that write a model to ``name_or_path``: a recipe config
-    whose ``output_dir`` it is, a ``make demo`` line with ``--out`` it, and ``make demo``."""
+def _commands_that_make(name_or_path: str, project: Path) -> list[str]:
+    """Commands of the ``project`` folder that write a model to ``name_or_path``: a recipe
+    config whose ``output_dir`` it is, a ``make demo`` line with ``--out`` it, and
+    ``make demo``."""
     import yaml
 
     wanted = Path(name_or_path).as_posix().rstrip("/").removeprefix("./")
     commands = []
-    for config in sorted((_REPO / "recipes" / "configs").glob("*.yaml")):
+    for config in sorted((project / "recipes" / "configs").glob("*.yaml")):
         try:
             options = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
         except (OSError, yaml.YAMLError):
             continue
         if str(options.get("output_dir", "")).rstrip("/") == wanted:
             script = "train_sft.py" if "_sft" in config.name else "train_grpo.py"
-            relative = config.relative_to(_REPO).as_posix()
+            relative = config.relative_to(project).as_posix()
             commands.append(f"python recipes/{script} --config {relative}")
-    makefile = _REPO / "Makefile"
+    makefile = project / "Makefile"
     text = makefile.read_text(encoding="utf-8") if makefile.is_file() else ""
     demo = text.partition("\ndemo:")[2].partition("\n\n")[0]
     for line in demo.splitlines():

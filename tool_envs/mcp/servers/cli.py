@@ -1,6 +1,7 @@
 """The ``serve-mcp`` command: ``tool-envs serve-mcp NAME [--transport stdio|http] [--port N]``.
 
-Shared by the ``tool-envs`` command and ``python -m tool_envs.mcp.servers``.
+Shared by the ``tool-envs`` command (:mod:`tool_envs.commands.serve_mcp` registers it) and
+``python -m tool_envs.mcp.servers``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from tool_envs.cli import json_object
+from tool_envs._argtypes import json_object
 from tool_envs.mcp.servers import BUILTIN_SERVERS, DEFAULT_PORT, TRANSPORTS
 
 HELP = "serve a built-in MCP server (python sandbox, search) over stdio or streamable HTTP"
@@ -34,12 +35,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
-def add_serve_mcp_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``serve-mcp`` to the ``tool-envs`` sub-commands."""
-    parser = subparsers.add_parser("serve-mcp", help=HELP, description=HELP)
-    return add_arguments(parser)
-
-
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     if args.name == "python":
         pairs = {"time_limit_s": args.time_limit, "memory_limit_mb": args.memory_limit_mb}
@@ -55,8 +50,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 
 def serve_mcp_command(args: argparse.Namespace) -> int:
     """Run the server the parsed arguments name; returns the exit status."""
-    from tool_envs.code.sandbox import SandboxUnavailable
-    from tool_envs.errors import EnvConfigError
+    from tool_envs.errors import EnvConfigError, SandboxUnavailable
     from tool_envs.mcp.servers import serve
 
     try:

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from tool_envs.errors import ToolEnvsError
+from tool_envs.errors import GenerationServerError as GenerationServerError
 
 LOGPROB_DEFINITION = "processed_logprobs"
 """The vLLM ``logprobs_mode`` whose values every backend returns (see the module docstring)."""
@@ -167,17 +167,3 @@ class AsyncGenerationBackend(Protocol):
         *,
         seed: int | None = None,
     ) -> Generation: ...
-
-
-class GenerationServerError(ToolEnvsError, RuntimeError):
-    """A generation server could not be reached, failed, or answered something we cannot use.
-
-    Attributes:
-        url: The endpoint that was called.
-        status: The HTTP status, when the server answered at all.
-    """
-
-    def __init__(self, message: str, *, url: str, status: int | None = None):
-        self.url = url
-        self.status = status
-        super().__init__(message)

@@ -25,7 +25,7 @@ from tool_envs.errors import EnvConfigError, MissingDependencyError
 from tool_envs.serve.cluster.actor import EnvServerActor
 from tool_envs.serve.cluster.errors import EnvServerLostError
 from tool_envs.serve.cluster.versions import check_ray_version, cluster_ray_version
-from tool_envs.serve.pool import server_moved
+from tool_envs.serve.pool import EnvServerPool, ServerMoves
 from tool_envs.serve.server import TOKEN_VARIABLE, ServeConfig, is_loopback
 
 logger = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ class RayEnvServers:
     Use as a context manager, or call :meth:`start` and :meth:`stop`::
 
         with RayEnvServers([ServerSpec("tool_envs/CodeExec-v0", servers=4)]) as servers:
-            config = RolloutConfig(env_servers=servers.urls)
+            config = RolloutConfig(env_servers=servers.pools())
 
     Args:
         specs: What to serve.
@@ -124,7 +124,9 @@ class RayEnvServers:
         startup_timeout: Seconds for every server to start (placement included).
 
     Attributes:
-        urls: Env id -> its servers' URLs (the engines' ``env_servers``).
+        urls: Env id -> its servers' URLs.
+        moves: Where :meth:`check` found servers Ray restarted at a new address; the pools of
+            :meth:`pools` follow them (pools made from :attr:`urls` alone do not).
         started_cluster: Whether :meth:`start` started a local cluster (stopped by :meth:`stop`).
         new_token: The bearer token made here when the servers need one and none was given
             (clients elsewhere must send it), else None.
@@ -153,6 +155,17 @@ class RayEnvServers:
         self._watching: threading.Event | None = None
         self._connected_here = False
         self._servers: list[_Server] = []
+        self.moves = ServerMoves()
+        self._pools: dict[str, EnvServerPool] = {}
+
+    def pools(self) -> dict[str, EnvServerPool]:
+        """Env id -> one pool of its servers that follows them when Ray restarts one at a new
+        address (the engines' ``env_servers``); the same pools on every call, so everything
+        given them shares their load counts."""
+        for env_id, urls in self.urls.items():
+            if env_id not in self._pools:
+                self._pools[env_id] = EnvServerPool(urls, moves=self.moves)
+        return dict(self._pools)
 
     @property
     def urls(self) -> dict[str, list[str]]:
@@ -219,7 +232,7 @@ class RayEnvServers:
                 server.pid = info["pid"]
                 moved = "" if info["url"] == server.url else f" (was {server.url})"
                 if moved:
-                    server_moved(server.url, info["url"])  # this process's pools follow it
+                    self.moves.record(server.url, info["url"])  # our pools follow it
                 server.url = info["url"]
                 changes.append(f"{server.spec.env_id} server {server.index} restarted at "
                                f"{server.url}{moved}")  # fmt: skip
@@ -227,7 +240,7 @@ class RayEnvServers:
 
     def watch(self, every: float = 5.0) -> None:
         """Call :meth:`check` every ``every`` seconds in a background thread until :meth:`stop`,
-        so that this process's pools follow a server Ray restarted at a new address; a server
+        so that the pools of :meth:`pools` follow a server Ray restarted at a new address; a server
         lost for good is logged (its episodes are void; the others go on)."""
         stop = self._watching = threading.Event()
 
@@ -274,6 +287,7 @@ class RayEnvServers:
                 with contextlib.suppress(Exception):
                     ray.kill(server.actor, no_restart=True)
             self._servers = []
+            self._pools = {}
             if self._connected_here and ray.is_initialized():
                 ray.shutdown()  # a local cluster started here stops with it
             self._connected_here = False

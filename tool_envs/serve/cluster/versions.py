@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tool_envs.serve.cluster.errors import RayVersionError
+from tool_envs.errors import RayVersionError
+from tool_envs.serve.cluster.errors import SUPPORTED_RANGE
 
 
 def check_ray_version(cluster: str, installed: str | None = None, address: str | None = None):
@@ -15,7 +16,7 @@ def check_ray_version(cluster: str, installed: str | None = None, address: str |
 
         installed = ray.__version__
     if cluster != installed:
-        raise RayVersionError(cluster, installed, address)
+        raise RayVersionError(cluster, installed, address, supported=SUPPORTED_RANGE)
 
 
 def cluster_ray_version(address: str) -> str | None:

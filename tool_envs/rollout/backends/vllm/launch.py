@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tool_envs._httpx import httpx
-from tool_envs.errors import ToolEnvsError
+from tool_envs.errors import VLLMStartError
 
 __all__ = [
     "CPU_BLOCK_SIZE",
@@ -48,10 +48,6 @@ __all__ = [
 # Environment of a vLLM engine on a CPU: 1 GiB of KV cache, and no core pinning (vLLM's default
 # binds OpenMP threads to cores, which fights other processes on a shared 2-core machine).
 CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind"}
-
-
-class VLLMStartError(ToolEnvsError, RuntimeError):
-    """A vLLM server process exited or did not become healthy in time; carries its log tail."""
 
 
 def on_cpu() -> bool:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from tool_envs._httpx import httpx
-from tool_envs.errors import ToolEnvsError
+from tool_envs.errors import WeightSyncError
 from tool_envs.rollout.backends.vllm.launch import on_cpu
 from tool_envs.rollout.backends.vllm.worker import refresh_tied_lm_head, ties_embeddings
 
@@ -47,14 +47,6 @@ __all__ = [
 
 WeightSync = Literal["auto", "load_weights", "reload_weights", "nccl", "http"]
 _SYNCS = {"colocate": ("load_weights", "reload_weights"), "server": ("nccl", "http")}
-
-
-class WeightSyncError(ToolEnvsError, RuntimeError):
-    """Raised when the trainer cannot keep vLLM's weights in step with the policy.
-
-    Examples: a sync that this machine cannot run (NCCL without CUDA), a server without the dev
-    endpoints or without the worker extension a tied model needs, an unsupported TRL version.
-    """
 
 
 def nccl_available() -> bool:
