@@ -88,7 +88,7 @@ Vocabulary = Sequence[FieldWords]
 
 _WH_WORDS = ("which", "what", "who", "how")
 # Words that change what a wh-phrase asks for: "which new item" is not "which item".
-_NOT_BETWEEN = r"(?:new|other|another|different|replacement|second|extra|additional)\b"
+_NOT_BETWEEN = r"(?:new|other|another|different|replacement|second|extra|additional|your|my)\b"
 
 
 def field_words(field: str, words: Iterable[str], labels: Iterable[str] = ()) -> FieldWords:
@@ -209,9 +209,14 @@ _CASUAL_WORDS = {
     "whats": "what's", "wats": "what's", "u": "you", "ur": "your", "pls": "please",
     "plz": "please", "thx": "thanks", "appt": "appointment", "appts": "appointments",
     "acct": "account", "cant": "can't", "wont": "won't", "dont": "don't", "couldnt": "couldn't",
-    "didnt": "didn't", "isnt": "isn't",
+    "didnt": "didn't", "isnt": "isn't", "wich": "which", "wat": "what", "adress": "address",
+    "acount": "account", "verifcation": "verification", "childs": "child's",
+    "recieve": "receive", "reciept": "receipt",
 }  # fmt: skip
 _CASUAL = re.compile(r"\b(?:" + "|".join(_CASUAL_WORDS) + r")\b", re.I)
+
+
+_Y_FOR_WHY = re.compile(r"\by(?=\s+(?:do|did|are|is|would|should|was)\b)", re.I)
 
 
 def sentences(text: str) -> list[str]:
@@ -220,6 +225,7 @@ def sentences(text: str) -> list[str]:
     parts: list[str] = []
     listing = False  # inside a list a sentence introduced with ':'
     text = _CASUAL.sub(lambda m: _CASUAL_WORDS[m.group(0).lower()], _MARKDOWN.sub("", text))
+    text = _Y_FOR_WHY.sub("why", text)
     for line in text.replace("(s)", "s").splitlines():
         if not line.strip():
             continue
@@ -247,7 +253,7 @@ _LEAD_IN = (
     r"go ahead and|quickly|once more|again|real quick)\b[\s,:!-]*)*"
 )
 _LABEL = r"(?:[\w ]{1,24}:\s+)?"  # "First step: restart your phone."
-_IMPERATIVE = re.compile(rf"^\W*{_LABEL}{_LEAD_IN}(?:{_INFO_VERBS})\b", re.I)
+_IMPERATIVE = re.compile(rf"^\W*{_LABEL}{_LEAD_IN}(?:{_INFO_VERBS})\b(?!\s*:)", re.I)
 _REQUEST_CUES = re.compile(
     r"\?"
     # a need the agent states: "I need", "I'll also need", "we require"
@@ -269,6 +275,8 @@ _REQUEST_CUES = re.compile(
     r"|select|decide|identify|clarify)\s+(?:which|what)\b"
     rf"|\b(?:please|pls|kindly)\b,?\s+(?:(?:just|also|quickly|now|first)\s+)?(?:{_INFO_VERBS}"
     r"|your|the)\b|,?\s*\bplease\W*$|^\W*(?:your|the)\b[^.]*\bplease\b|,\s*please\s*,"
+    r"|^\W*(?:your|the|just\s+the)\b[^.?]*\b(?:will\s+do|is\s+enough|works|is\s+fine|would\s+be"
+    r"\s+(?:great|perfect|enough|helpful))\W*$"
     # "let me know when it's done"; "please turn off airplane mode" (not "please note ...")
     r"|\blet\s+(?:me|us)\s+know\b|^\W*(?:\w+[,!]\s+)*please\s+(?!note|allow|wait|hold|be\s+aware"
     r"|expect|keep|bear|stand|stay|remain|accept|feel|don't|do\s+not|contact|reach|visit|arrive"
@@ -294,7 +302,7 @@ _CONFIRMATION = re.compile(
     r"|\b(?:yes|y)\s*/\s*(?:no|n)\b|\byes\s+or\s+no\b|\breply\s+(?:with\s+)?[\"']?yes\b"
     r"|\bconfirm\s+(?:that|whether|if|you|this|the\s+(?:change|cancellation|booking|request"
     r"|above|details|action|following))\b|\bconfirm\s*\?|\bplease\s+confirm\W*$"
-    r"|^\W*please\s+confirm\s*:"
+    r"|^\W*please\s+confirm\s*:|^\W*please\s+confirm\b[^?]*:\s*$"
     r"|\b(?:happy|ok|okay|alright|fine)\s+for\s+(?:me|us)\s+to\b|\byes\s*\?\s*$"
     r"|\b(?:go\s+ahead\s+and|still)\s+\w+(?:\s+(?:it|them|that|this))?\s*\?"
     r"|(?:^|[.,;]\s*|\b\$?\d[\w.]*\s+)(?:add|cancel|submit|book|change|upgrade|return|refund"
@@ -316,8 +324,8 @@ _APPROVAL_WORDS = re.compile(
     re.I,
 )
 _WH_QUESTION = re.compile(
-    r"^\W*(?:\w+[,!]\s+)?(?:what|which|when|where|who|whom|whose|how\s+(?:many|much|would|do"
-    r"|should|can|may|about))\b",
+    r"^(?:\W*(?:\w+[,!]\s+)?|[^,?]*,\s*)(?:what|which|when|where|who|whom|whose|why|how\s+(?:many"
+    r"|much|would|do|should|can|may|about))\b",
     re.I,
 )
 _YES_NO_ONLY = re.compile(r"\b(?:y\s*/\s*n|yes\s*/\s*no|yes\s+or\s+no)\W*$", re.I)
@@ -383,7 +391,8 @@ _STATED_VALUE = re.compile(
     r"^[\s:#]*(?:[\w.+-]+@[\w-]+\.\w|[\w#-]*\d)|^\s*:\s*(?!\s*$)[^?]*$", re.I
 )
 _WHICH_ONE = re.compile(
-    r"\bwhich\s+(?:one|ones|of\s+(?:them|these|those)|(?:do|would|will)\s+you\b)"
+    r"\bwhich\s+(?:one|ones|of\s+(?:them|these|those)(?!\s+(?:\w+\s+)?[a-z]+s\b)"
+    r"|(?:do|would|will)\s+you\b)"
     r"|\bwhat\s+(?:are|is)\s+(?:they|those|these|it)\b",
     re.I,
 )
@@ -391,7 +400,7 @@ _WHICH_ONE = re.compile(
 # "Before I can make any changes, ..." does not ask for the changes.
 _LEADING_CLAUSE = re.compile(
     r"^\W*(?:before|to|in\s+order\s+to|so\s+(?:that|i\s+can)|once|after|while|until|since"
-    r"|as\s+soon\s+as)\b(?:[^,]*,|[^,]*?(?=\b(?:i|we)(?:'ll|\s+will|\s+must)?\s+(?:need|require)"
+    r"|as\s+soon\s+as|for\s+the|of\s+(?:the|those|these))\b(?:[^,]*,|[^,]*?(?=\b(?:i|we)(?:'ll|\s+will|\s+must)?\s+(?:need|require)"
     r"\b))",
     re.I,
 )
@@ -528,8 +537,8 @@ _WH_LAST = re.compile(r"\b(?:what|which|why|how|who|where|when)\W*$", re.I)
 
 def _is_confirmation(sentence: str) -> bool:
     """A yes/no approval of an action; a wh-question ("Which card should I refund to?") asks
-    for a detail instead."""
-    if _WH_QUESTION.search(sentence):
+    for a detail instead, and "Please hold while I confirm ..." holds on."""
+    if _WH_QUESTION.search(sentence) or _HOLDING.search(sentence):
         return False
     return bool(_CONFIRMATION.search(sentence) or _APPROVAL_WORDS.search(sentence))
 
@@ -537,7 +546,8 @@ def _is_confirmation(sentence: str) -> bool:
 _FILLER = re.compile(
     r"\b(?:your|the|my|and|or|also|as\s+well|both|plus|first|then|please|kindly|just|a|an|on|"
     r"of|for|with|me|us|account|on\s+file|associated|registered|used|and/or|now|next|too"
-    r"|then|ok|okay|new|patient|patient's|their|his|her)\b|[\W_]+",
+    r"|then|ok|okay|new|patient|patient's|their|his|her|verification|verify|security"
+    r"|identification|authentication|thanks|thank\s+you)\b|[\W_]+",
     re.I,
 )
 
@@ -610,8 +620,26 @@ def _claim(
             named.setdefault(field, []).append(span)
             taken.append((field, span))
     own = {words.field for words in vocabulary[:known]}
-    items = _drop_described(sentence, _drop_joined(list(named.items()), own))
+    items = _drop_examples(sentence, list(named.items()))
+    items = _drop_described(sentence, _drop_joined(items, own))
     return _first_wh_only(sentence, _drop_referred(sentence, items, own))
+
+
+def _drop_examples(
+    sentence: str, named: list[tuple[str, list[tuple[int, int]]]]
+) -> list[tuple[str, list[tuple[int, int]]]]:
+    """Fields named only inside parentheses are examples of one named outside them ("the
+    corrected details (name, date of birth)")."""
+    inside = [(m.start(), m.end()) for m in re.finditer(r"\([^()]*\)", sentence)]
+    if not inside:
+        return named
+
+    def within(span: tuple[int, int]) -> bool:
+        return any(start <= span[0] and span[1] <= end for start, end in inside)
+
+    if not any(not within(span) for _, spans in named for span in spans):
+        return named
+    return [(field, spans) for field, spans in named if not all(within(s) for s in spans)]
 
 
 # A relative clause after a field describes it: "the order ID you'd like to change the payment
@@ -627,6 +655,10 @@ def _drop_described(
     clauses = []
     for field, spans in named:
         for _, end in spans:
+            of = re.match(r"\s+of\s+(?:the|your|this|that)\s+", sentence[end:])
+            if of:  # "a photo of the items": the items describe the photo
+                clauses.append((field, end, end + of.end() + 1))
+                continue
             if _RELATIVE.match(sentence[end:]):
                 brk = _CLAUSE_BREAK.search(sentence, end)
                 clauses.append((field, end, brk.start() if brk else len(sentence)))
@@ -635,9 +667,8 @@ def _drop_described(
     return [
         (field, spans)
         for field, spans in named
-        if not all(
-            owner != field and end < start < stop
-            for start, _ in spans
+        if not any(
+            owner != field and all(end < start < stop for start, _ in spans)
             for owner, end, stop in clauses
         )
     ]
@@ -715,10 +746,18 @@ def _next_to(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 def _which_one(before: list[str], vocabulary: Vocabulary, known: int) -> list[str]:
-    """The fields a "which one" (or "what are they") asks for: those the sentence before names,
-    or the last field whose noun the sentences before name ("two pending orders ... Which one
-    is it?")."""
+    """The fields a "which one" (or "what are they") asks for: the thing the sentence before
+    names by a field's noun ("You mentioned a plan with more data. Which one?"), else the fields
+    it names, else the last field whose noun an earlier sentence names ("two pending orders
+    ... Which one is it?")."""
     if before:
+        nouns = [
+            (hit.start(), rank, w.field)
+            for rank, w in enumerate(vocabulary)  # the user's own fields first
+            if w.nouns is not None and (hit := w.nouns.search(before[-1]))
+        ]
+        if nouns:
+            return [min(nouns)[2]]  # the first thing named
         named = _field_spans(before[-1], vocabulary, known)
         if named:
             return [field for field, _ in named]
@@ -730,8 +769,10 @@ def _which_one(before: list[str], vocabulary: Vocabulary, known: int) -> list[st
 
 
 _ASKING_FOR = re.compile(
-    r"\b(?:identify|specify|indicate|choose|select|pick|confirm|tell\s+me|let\s+me\s+know|describe"
-    r"|provide|share|give\s+me|send\s+me|need)\s+(?:the|your|which|what)\s+((?:[\w-]+\s*){1,3})",
+    r"\b(?:which\s+of\s+(?:those|these|them|the)|identify|specify|indicate|choose|select|pick"
+    r"|confirm|tell\s+me|let\s+me\s+know|describe"
+    r"|provide|share|give\s+me|send\s+me|need)\s+(?:(?:the|your|which|what)\s+)?"
+    r"((?:[\w-]+\s*){1,3})",
     re.I,
 )
 
@@ -751,6 +792,38 @@ def _asked_by_noun(sentence: str, vocabulary: Vocabulary) -> str | None:
     return None
 
 
+# Fields that pick one of what the agent offered; a "which one would you like?" that names no
+# field asks for the user's pick among them.
+CHOICE_FIELDS = (
+    "new_items", "flight_choice", "new_plan", "preferred_time", "new_time", "preferred_date",
+    "target_date", "target_cabin", "preferred_cabin", "payment_method", "payment_choice",
+    "bag_payment", "new_address", "preferred_doctor", "visit_type",
+)  # fmt: skip
+_CHOICE_QUESTION = re.compile(
+    r"\bwhich\b|\bcatching\s+your\s+eye\b"
+    r"|\bwhat\s+(?:would|do|did)\s+you\s+(?:like|want|wanna|prefer)(?:\s+to\s+(?:add|order|get"
+    r"|pick|choose|switch|change|swap|exchange|go\s+with)\b|\s*\W*$)"
+    r"|\bwhat\s+do\s+you\s+wanna\s+(?:add|switch|change|swap)\b",
+    re.I,
+)
+
+
+def _pending_choice(text: str, vocabulary: Vocabulary, known: int) -> list[str]:
+    """The choice a "which one would you like?" asks for when no sentence names a field: of the
+    user's own choice fields, the one whose noun the message names first, else the first in
+    :data:`CHOICE_FIELDS` order."""
+    own = [words for words in vocabulary[:known] if words.field in CHOICE_FIELDS]
+    named = [
+        (hit.start(), words.field)
+        for words in own
+        if words.nouns is not None and (hit := words.nouns.search(text))
+    ]
+    if named:
+        return [min(named)[1]]
+    fields = sorted((words.field for words in own), key=CHOICE_FIELDS.index)
+    return fields[:1]
+
+
 def _asked_in_confirmation(sentence: str, spans: list[tuple[int, int]]) -> bool:
     """In a confirmation, a field is still asked for where a request verb or a wh-word takes it
     as its object ("can you confirm your email", "which card should I refund to")."""
@@ -768,6 +841,7 @@ def read_message(text: str, vocabulary: Vocabulary, known: int | None = None) ->
     fragments: dict[str, None] = {}  # details named alone ("Email and zip code.")
     identity = confirmation = anything_else = request = ends = False
     closing = False  # a farewell or a hand-over: the agent is done whatever follows
+    choice_question = False  # "which one would you like?" naming no field
     parts = sentences(text)
     for index, sentence in enumerate(parts):
         lead = _LEADING_CLAUSE.match(sentence)
@@ -803,6 +877,7 @@ def read_message(text: str, vocabulary: Vocabulary, known: int | None = None) ->
             if not fields:
                 found = _asked_by_noun(body, vocabulary)
                 fields += [found] if found is not None else []
+            choice_question = choice_question or (not fields and _CHOICE_QUESTION.search(body))
             asked.update(dict.fromkeys(fields))
             if not fields and _IDENTITY.search(sentence):
                 identity = True
@@ -820,13 +895,15 @@ def read_message(text: str, vocabulary: Vocabulary, known: int | None = None) ->
         if (
             _REPORT.search(sentence)
             or (_FACT.search(sentence) and not _SOCIAL.search(sentence))
-            or (len(sentence.split()) <= 6 and _DONE_WORDS.search(sentence))
+            or (len(sentence.split()) <= 8 and _DONE_WORDS.search(sentence))
             or (last and _THANKS_FOR_CONTACTING.search(sentence))
             or _CANNOT_HELP.search(sentence)
         ):
             ends = True
     if not (asked or confirmation):  # a fragment asks only where nothing else names a field
         asked, request = fragments, request or bool(fragments)
+    if not (asked or confirmation) and choice_question:
+        asked = dict.fromkeys(_pending_choice(text, vocabulary, known))
     order = {words.field: index for index, words in enumerate(vocabulary)}
     asked_fields = tuple(sorted(asked, key=order.__getitem__))
     # A farewell or a hand-over closes the chat even with a parting instruction ("Please arrive

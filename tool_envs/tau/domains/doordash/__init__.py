@@ -22,9 +22,11 @@ from tool_envs.tau.domains.doordash.tools import DoordashTools
 from tool_envs.tau.env import TauEnv
 
 USER_KEYWORDS: dict[str, tuple[str, ...]] = {
-    "phone": ("phone", "phone number", "mobile", "cell"),
+    "phone": ("phone #", "phone", "phone number", "mobile", "cell"),
     "reason": ("making you", "what made you", "reason", "why"),
     "changes": (
+        "want to change",
+        "needs fixing",
         "change you would like",
         "like changed",
         "want to fix",
@@ -82,6 +84,7 @@ USER_KEYWORDS: dict[str, tuple[str, ...]] = {
         "what address",
         "delivery address",
         "shipping address",
+        "address you want",
         "address would",
         "address should",
         "where should",

@@ -32,6 +32,7 @@ DOMAIN = TASKS.make_domain(
     identity_ask=("phone_number", "name", "date_of_birth"),
     user_keywords={
         "phone_number": (
+            "phone #",
             "number on the line",
             "the number that",
             "and number",

@@ -112,7 +112,7 @@ _DEVICE_RULE = (
 _ASKS: dict[str, tuple[str, tuple[str, ...]]] = {
     "check_status_bar": (
         "check the status bar at the top of your screen",
-        ("status bar", "top of your screen", "top of the screen"),
+        ("status bar", "top of your screen", "top of the screen", "top of screen"),
     ),
     "run_speed_test": ("run a speed test", ("speed test",)),
     "send_test_mms": (
