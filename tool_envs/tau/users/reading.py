@@ -148,7 +148,8 @@ DEFAULT_KEYWORDS: dict[str, tuple[str, ...]] = {
              "who's the account holder", "who is the account holder", "whose name",
              "who am i speaking"),
     "user_id": ("user id", "user_id", "account id", "customer id"),
-    "order_id": ("order id", "order number", "order_id", "which order", "order #", "order you"),
+    "order_id": ("order id", "order number", "order_id", "which order", "order #", "order you",
+                 "number of the order", "number of your order"),
     "reservation_id": ("reservation id", "reservation number", "confirmation number",
                        "booking reference", "reservation_id", "which reservation",
                        "which booking", "reservation you", "booking you", "reservation code",
@@ -298,7 +299,10 @@ _CONFIRMATION = re.compile(
     r"|\b(?:do|would)\s+you\s+(?:still\s+)?(?:want|like|wish)\s+(?:to\s+)?(?:proceed|go\s+ahead"
     r"|continue|cancel|confirm|book|make|change|return|exchange|file|submit|upgrade|add|move"
     r"|switch|buy|purchase|pay|complete|place|do\s+that|do\s+this|keep)\b"
-    r"|\byour\s+(?:approval|consent|go-ahead|permission|confirmation)\b(?!\s+(?:number|code|id))"
+    r"|\byour\s+(?:approval|consent|go-ahead|permission|confirmation|authori[sz]ation)\b"
+    r"(?!\s+(?:number|code|id))|\byou\s+agree\b[^.!]*\?"
+    r"|^\W*confirm\s+(?:the\s+)?(?:purchase|order|booking|cancellation|change|exchange|return"
+    r"|refund|upgrade|transfer|payment|request|top-up|appointment)\s*\?"
     r"|\b(?:yes|y)\s*/\s*(?:no|n)\b|\byes\s+or\s+no\b|\breply\s+(?:with\s+)?[\"']?yes\b"
     r"|\bconfirm\s+(?:that|whether|if|you|this|the\s+(?:change|cancellation|booking|request"
     r"|above|details|action|following))\b|\bconfirm\s*\?|\bplease\s+confirm\W*$"
@@ -331,6 +335,13 @@ _WH_QUESTION = re.compile(
 _YES_NO_ONLY = re.compile(r"\b(?:y\s*/\s*n|yes\s*/\s*no|yes\s+or\s+no)\W*$", re.I)
 # A choice put to the user ("Would you like to add insurance?", "Do you want the window seat?"):
 # about a detail it names, an ask for that detail; about nothing named, a yes or no.
+# A sentence that opens with the action itself offers it for approval ("Book sick visit with
+# Dr. Whitcomb on 2025-03-20? (yes/no)"), whatever details it names.
+_ACTION_FIRST = re.compile(
+    r"^\W*(?:book|cancel|change|exchange|return|refund|upgrade|downgrade|move|reschedule|submit"
+    r"|file|add|remove|purchase|buy|transfer|switch|process|place|apply|renew|refill)\b",
+    re.I,
+)
 _OWN_CHOICE = re.compile(
     r"\b(?:do|would)\s+you\s+(?:still\s+|also\s+)?(?:want|like|wish|prefer)\b(?!\s+(?:me|us)\b)",
     re.I,
@@ -348,7 +359,8 @@ _SOMEONE_ELSES_BEFORE = re.compile(
     r"|Today|Yesterday)\b)[A-Z][a-z]+(?:'s|\u2019s))\s+(?:[\w-]+,?\s+){0,4}$"
 )
 _SOMEONE_ELSES_AFTER = re.compile(
-    rf"^[\w\s-]{{0,40}}?\b(?:of|for)\s+(?:each|every|all|the|any|other)\s+(?:\w+\s+)?{_SOMEONE}\b",
+    rf"^[\w\s-]{{0,40}}?\b(?:of|for)\s+(?:(?:each|every|all|the|any|other)\s+(?:\w+\s+)?"
+    rf"{_SOMEONE}|everyone|everybody)\b",
     re.I,
 )
 # "the name and dosage of the medication" names a thing, not the user.
@@ -384,7 +396,7 @@ _NEGATED = re.compile(
 # A trailing clause of purpose or time: "I need your email before I can change the shipping
 # address" does not ask for the address.
 _TRAILING_CLAUSE = re.compile(
-    r"\b(?:before|once|after|until|so\s+that|so\s+i\s+can|in\s+order\s+to)\b[^,;?.!]*", re.I
+    r"\b(?:before|once|after|until|so\s+that|so\s+i\s+can|in\s+order\s+to)\b[^,;?.!:]*", re.I
 )
 # A value right after a field's words states it ("under user ID mia_li_3668", "order #W123").
 _STATED_VALUE = re.compile(
@@ -400,7 +412,7 @@ _WHICH_ONE = re.compile(
 # "Before I can make any changes, ..." does not ask for the changes.
 _LEADING_CLAUSE = re.compile(
     r"^\W*(?:before|to|in\s+order\s+to|so\s+(?:that|i\s+can)|once|after|while|until|since"
-    r"|as\s+soon\s+as|for\s+the|of\s+(?:the|those|these))\b(?:[^,]*,|[^,]*?(?=\b(?:i|we)(?:'ll|\s+will|\s+must)?\s+(?:need|require)"
+    r"|as\s+soon\s+as|for\s+the|of\s+(?:the|those|these))\b(?:[^,:?]*,|[^,]*?(?=\b(?:i|we)(?:'ll|\s+will|\s+must)?\s+(?:need|require)"
     r"\b))",
     re.I,
 )
@@ -441,7 +453,7 @@ _HOLDING = re.compile(
 _GOODBYE = re.compile(
     r"\b(?:good\s?bye|bye|farewell|take\s+care|safe\s+travels|enjoy\s+(?:your|the\s+rest)"
     r"|have\s+a\s+(?:[\w-]+\s+){0,4}(?:day|evening|night|weekend|one|trip|flight|time|meal)"
-    r"|feel\s+better|get\s+well)\b",
+    r"|feel\s+better|get\s+well|happy\s+(?:shopping|travell?ing|flying))\b",
     re.I,
 )
 # "Thanks for contacting us" opens a chat as often as it closes one: it ends one only last.
@@ -519,8 +531,19 @@ _AGENT_ACTS = re.compile(
 # -- reading ---------------------------------------------------------------------------------------
 
 
+# A heading over steps for the user to take: the steps after it are instructions.
+_STEPS = re.compile(
+    r"^\W*(?:to\s+fix(?:\s+(?:it|this|that))?|steps?(?:\s+to\s+[\w\s]{1,20})?|try\s+(?:this"
+    r"|these|the\s+following)|here'?s\s+(?:what\s+to\s+do|how(?:\s+to\s+fix\s+it)?)"
+    r"|(?:please\s+)?(?:do|follow)\s+(?:the\s+following|these\s+steps)|fix|instructions)\s*:\s*\S",
+    re.I,
+)
+
+
 def _is_request(sentence: str) -> bool:
     if _REQUEST_CUES.search(sentence) or _IMPERATIVE.search(sentence):
+        return True
+    if _STEPS.match(sentence):  # "To fix: Settings -> Mobile network; ..." lists what to do
         return True
     # A question typed without its mark: "why cancel", "pay the fee with which card".
     words = sentence.split()
@@ -540,7 +563,15 @@ def _is_confirmation(sentence: str) -> bool:
     for a detail instead, and "Please hold while I confirm ..." holds on."""
     if _WH_QUESTION.search(sentence) or _HOLDING.search(sentence):
         return False
-    return bool(_CONFIRMATION.search(sentence) or _APPROVAL_WORDS.search(sentence))
+    return bool(
+        _CONFIRMATION.search(sentence)
+        or _APPROVAL_WORDS.search(sentence)
+        or (
+            _ACTION_FIRST.match(sentence)
+            and sentence.rstrip().endswith("?")
+            and not re.search(r"\bor\b", sentence, re.I)  # "Refund to: card, or gift card?"
+        )
+    )
 
 
 _FILLER = re.compile(
@@ -797,13 +828,27 @@ def _asked_by_noun(sentence: str, vocabulary: Vocabulary) -> str | None:
 CHOICE_FIELDS = (
     "new_items", "flight_choice", "new_plan", "preferred_time", "new_time", "preferred_date",
     "target_date", "target_cabin", "preferred_cabin", "payment_method", "payment_choice",
-    "bag_payment", "new_address", "preferred_doctor", "visit_type",
+    "bag_payment", "new_address", "preferred_doctor", "visit_type", "data_amount", "changes",
+    "reason", "cancel_reason", "cancellation_reason", "relationship",
 )  # fmt: skip
 _CHOICE_QUESTION = re.compile(
     r"\bwhich\b|\bcatching\s+your\s+eye\b"
     r"|\bwhat\s+(?:would|do|did)\s+you\s+(?:like|want|wanna|prefer)(?:\s+to\s+(?:add|order|get"
     r"|pick|choose|switch|change|swap|exchange|go\s+with)\b|\s*\W*$)"
-    r"|\bwhat\s+do\s+you\s+wanna\s+(?:add|switch|change|swap)\b",
+    r"|\bwhat\s+do\s+you\s+wanna\s+(?:add|switch|change|swap)\b"
+    r"|\bwhat\s+(?:are|shall|should|can|do)\s+(?:we|i)\s+(?:add|order|get|chang|switch)\w*"
+    r"|\b(?:do|would)\s+you\s+(?:want|like|prefer)\b[^?]*\bor\b[^?]*\?",
+    re.I,
+)
+
+
+# A thing the user already has is named by its details: "which appointment? the doctor and the
+# date" asks for the appointment, not for a doctor or a date the user would like.
+_IDENTIFIED = ("current_appointment", "claim_visit")
+_IDENTIFYING = ("preferred_doctor", "preferred_date", "preferred_time", "new_time")
+_NEW_DETAIL = re.compile(
+    r"\b(?:new|instead|prefer(?:red)?|move\s+(?:it\s+|this\s+|that\s+)?to|reschedule\s+"
+    r"(?:it\s+)?(?:to|for)|change\s+it\s+to)\b",
     re.I,
 )
 
@@ -852,7 +897,11 @@ def read_message(text: str, vocabulary: Vocabulary, known: int | None = None) ->
         spans = [span for _, hits in named for span in hits]
         is_request = _is_request(sentence)
         is_confirmation = _is_confirmation(sentence)
-        if named and (_OWN_CHOICE.search(sentence) or _YES_NO_ONLY.search(sentence)):
+        if (
+            named
+            and (_OWN_CHOICE.search(sentence) or _YES_NO_ONLY.search(sentence))
+            and not _ACTION_FIRST.match(sentence)
+        ):
             is_confirmation, is_request = False, True  # "would you like travel insurance?"
         if _ANYTHING_ELSE.search(sentence) and (
             is_request
@@ -904,6 +953,8 @@ def read_message(text: str, vocabulary: Vocabulary, known: int | None = None) ->
         asked, request = fragments, request or bool(fragments)
     if not (asked or confirmation) and choice_question:
         asked = dict.fromkeys(_pending_choice(text, vocabulary, known))
+    if any(field in asked for field in _IDENTIFIED) and not _NEW_DETAIL.search(text):
+        asked = {field: None for field in asked if field not in _IDENTIFYING}
     order = {words.field: index for index, words in enumerate(vocabulary)}
     asked_fields = tuple(sorted(asked, key=order.__getitem__))
     # A farewell or a hand-over closes the chat even with a parting instruction ("Please arrive

@@ -27,6 +27,10 @@ USER_KEYWORDS: dict[str, tuple[str, ...]] = {
     "changes": (
         "want to change",
         "needs fixing",
+        "needs changing",
+        "need changing",
+        "needs to change",
+        "to be changed",
         "change you would like",
         "like changed",
         "want to fix",

@@ -136,7 +136,17 @@ _ASKS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "reboot_device": (
         "restart your phone",
-        ("restart", "reboot", "turn it off and on", "turn your phone off and on"),
+        (
+            "restart",
+            "reboot",
+            "turn it off and on",
+            "turn your phone off and on",
+            "turn off your phone",
+            "switch off your phone",
+            "switch your phone off",
+            "power cycle",
+            "power it off",
+        ),
     ),
     "set_network_mode": (
         "set the preferred network mode to automatic",
