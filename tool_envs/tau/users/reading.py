@@ -294,6 +294,11 @@ _CONFIRMATION = re.compile(
     r"|transfer|refund|return|exchange|issue|add|remove|send|finali[sz]e|complete|switch|order"
     r"|upgrade|downgrade|enable|disable|suspend|resume|pay|charge|request|set)\b"
     r"|\b(?:do|would)\s+you\s+(?:approve|agree|authori[sz]e|accept|confirm)\b|\bare\s+you\s+sure\b"
+    r"|\b(?:do|would)\s+you\s+(?:want|wish|like)\s+that\s+(?:i|we)\b"
+    r"|\b(?:do|would)\s+you\s+(?:want|wish|like)\s+to\s+be\s+(?:transferred|connected|refunded"
+    r"|rebooked|moved|put\s+through)\b"
+    r"|^\W*confirm\s+(?:to\s+)?(?:update|change|cancel|book|add|remove|return|exchange|refund"
+    r"|upgrade|transfer|modify|submit|file|process|place|buy|purchase)\b"
     r"|\b(?:would|do)\s+you\s+(?:like|want)\s+(?:that|this|it)\s*\?"
     r"|\b(?:ok(?:ay)?|alright|all\s+right|fine)\s+(?:for\s+(?:me|us)\s+to|to|if\s+(?:i|we))\b[^.!]*\?"
     r"|\b(?:do|would)\s+you\s+(?:still\s+)?(?:want|like|wish)\s+(?:to\s+)?(?:proceed|go\s+ahead"
@@ -328,7 +333,8 @@ _APPROVAL_WORDS = re.compile(
     re.I,
 )
 _WH_QUESTION = re.compile(
-    r"^(?:\W*(?:\w+[,!]\s+)?|[^,?]*,\s*)(?:what|which|when|where|who|whom|whose|why|how\s+(?:many"
+    r"^(?:\W*(?:\w+[,!]\s+)?(?:(?:to|for|from|in|on|at|with|into)\s+)?|[^,?]*,\s*)"
+    r"(?:what|which|when|where|who|whom|whose|why|how\s+(?:many"
     r"|much|would|do|should|can|may|about))\b",
     re.I,
 )
@@ -343,7 +349,7 @@ _ACTION_FIRST = re.compile(
     re.I,
 )
 _OWN_CHOICE = re.compile(
-    r"\b(?:do|would)\s+you\s+(?:still\s+|also\s+)?(?:want|like|wish|prefer)\b(?!\s+(?:me|us)\b)",
+    r"\b(?:do|would)\s+you\s+(?:still\s+|also\s+)?(?:want|like|wish|prefer)\b(?!\s+(?:me|us|that)\b)",
     re.I,
 )
 # Details of someone else's: a field the user does not know, named this way, is not asked of it.
@@ -412,7 +418,8 @@ _WHICH_ONE = re.compile(
 # "Before I can make any changes, ..." does not ask for the changes.
 _LEADING_CLAUSE = re.compile(
     r"^\W*(?:before|to|in\s+order\s+to|so\s+(?:that|i\s+can)|once|after|while|until|since"
-    r"|as\s+soon\s+as|for\s+the|of\s+(?:the|those|these))\b(?:[^,:?]*,|[^,]*?(?=\b(?:i|we)(?:'ll|\s+will|\s+must)?\s+(?:need|require)"
+    r"|as\s+soon\s+as|for\s+the|of\s+(?:the|those|these)|for\s+(?:to\s+)?(?:proceed|process|change"
+    r"|cancel|make|do|complete|update|modify|return|exchange|book|file|submit)\w*)\b(?!\s+(?:which|what|whom|where|when)\b)(?:[^,:?]*,|[^,]*?(?=\b(?:i|we)(?:'ll|\s+will|\s+must)?\s+(?:need|require)"
     r"\b))",
     re.I,
 )
@@ -447,7 +454,8 @@ _HOLDING = re.compile(
     r"(?:checking|looking|pulling|reviewing|searching|verifying|running|processing"
     r"|going\s+to\s+check)\b|\bhang\s+tight\b|\blet\s+me\s+(?:run|test|try|refresh|reset|do)\b"
     r"|\bi(?:'ll|\s+will)\s+(?:check|look|pull|review|search|verify|see|get\s+back)\b"
-    r"|\bbe\s+with\s+you\s+(?:shortly|in\s+a\s+moment|soon)\b",
+    r"|\bbe\s+with\s+you\s+(?:shortly|in\s+a\s+moment|soon)\b"
+    r"|^\W*(?:retrieving|checking|looking\s+up|pulling\s+up|searching|loading|fetching)\b",
     re.I,
 )
 _GOODBYE = re.compile(
@@ -499,6 +507,11 @@ _REPORT = re.compile(
 )
 # A fact stated about the task's things ("Your order is pending.", "Their next visit is on
 # Friday.", "Cancelled."), not a social sentence ("That's no problem.", "This is Sam from ...").
+_TELEGRAPHIC_REPORT = re.compile(
+    r"^\W*[\w#-]+(?:\s+[\w#-]+){0,3}\s+(?:submitted|cancell?ed|booked|refunded|processed|updated"
+    r"|changed|filed|scheduled|rescheduled|added|removed|placed|issued|approved)\b(?![^.!]*\?)",
+    re.I,
+)
 _FACT = re.compile(
     r"^\W*(?:(?:great|okay|ok|good\s+news|alright|perfect)[,!.]?\s+)?(?:your|their|his|her|the|this"
     r"|that|it|its|it's|there|these|those|both|all|each|every|[A-Z][\w-]*\d[\w-]*)\b[^?]*?\b(?:is|are|was"
@@ -783,12 +796,12 @@ def _which_one(before: list[str], vocabulary: Vocabulary, known: int) -> list[st
     ... Which one is it?")."""
     if before:
         nouns = [
-            (hit.start(), rank, w.field)
+            (not hit.group(0).lower().endswith("s"), hit.start(), rank, w.field)
             for rank, w in enumerate(vocabulary)  # the user's own fields first
             if w.nouns is not None and (hit := w.nouns.search(before[-1]))
         ]
         if nouns:
-            return [min(nouns)[2]]  # the first thing named
+            return [min(nouns)[3]]  # the first thing named, things before one
         named = _field_spans(before[-1], vocabulary, known)
         if named:
             return [field for field, _ in named]
@@ -837,7 +850,8 @@ _CHOICE_QUESTION = re.compile(
     r"|pick|choose|switch|change|swap|exchange|go\s+with)\b|\s*\W*$)"
     r"|\bwhat\s+do\s+you\s+wanna\s+(?:add|switch|change|swap)\b"
     r"|\bwhat\s+(?:are|shall|should|can|do)\s+(?:we|i)\s+(?:add|order|get|chang|switch)\w*"
-    r"|\b(?:do|would)\s+you\s+(?:want|like|prefer)\b[^?]*\bor\b[^?]*\?",
+    r"|\b(?:do|would)\s+you\s+(?:want|like|prefer)\b[^?]*\bor\b[^?]*\?"
+    r"|\bhow\s+(?:much|many)\s+(?:\w+\s+)?(?:do|would)\s+you\s+(?:want|like|need)\b",
     re.I,
 )
 
@@ -895,7 +909,11 @@ def read_message(text: str, vocabulary: Vocabulary, known: int | None = None) ->
         body = sentence[lead.end() :] if lead else sentence
         named = _field_spans(_TRAILING_CLAUSE.sub(_blank_unless_asking, body), vocabulary, known)
         spans = [span for _, hits in named for span in hits]
-        is_request = _is_request(sentence)
+        is_request = _is_request(sentence) or bool(lead and _is_request(body))
+        holding = _HOLDING.search(sentence)
+        opens_holding = holding is not None and not sentence[: holding.start()].strip()
+        if is_request and "?" not in sentence and opens_holding:
+            is_request = False  # "Let me check which flights are available, one moment."
         is_confirmation = _is_confirmation(sentence)
         if (
             named
@@ -943,6 +961,7 @@ def read_message(text: str, vocabulary: Vocabulary, known: int | None = None) ->
         last = index == len(parts) - 1
         if (
             _REPORT.search(sentence)
+            or _TELEGRAPHIC_REPORT.match(sentence)
             or (_FACT.search(sentence) and not _SOCIAL.search(sentence))
             or (len(sentence.split()) <= 8 and _DONE_WORDS.search(sentence))
             or (last and _THANKS_FOR_CONTACTING.search(sentence))

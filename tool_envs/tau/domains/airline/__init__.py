@@ -57,6 +57,7 @@ USER_KEYWORDS: dict[str, tuple[str, ...]] = {
     "passenger_change": ("wrong with", "want to change", "which passenger", "what change",
                          "what needs",
                          "correct details", "correct spelling", "spelling of",
+                         "correct value", "detail is wrong",
                          "new details", "correct name", "correct date", "what should"),
     "flight_issue": ("which flight", "what happened", "flight number"),
     "follow_up_question": ("anything else", "other question", "else i can"),

@@ -89,6 +89,8 @@ USER_KEYWORDS: dict[str, tuple[str, ...]] = {
         "delivery address",
         "shipping address",
         "address you want",
+        "address you'd like",
+        "address you would like",
         "address would",
         "address should",
         "where should",

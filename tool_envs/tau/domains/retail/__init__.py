@@ -47,6 +47,7 @@ DOMAIN = TASKS.make_domain(
             "exchange it for",
             "replace it with",
             "receive instead",
+            "new one",
             "different size",
             "different color",
             "different colour",
@@ -55,7 +56,13 @@ DOMAIN = TASKS.make_domain(
             "different model",
             "get instead",
         ),
-        "payment_method": ("refund method", "refunded to"),
+        "payment_method": (
+            "refund method",
+            "refunded to",
+            "refund go",
+            "refund should go",
+            "refund to go",
+        ),
         "new_address": (
             "where should it go",
             "where should we send",
