@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp_helpers import chat_server
 
 from tool_envs.data import load_tasks, validate_row
 from tool_envs.mcp.tasks import (
@@ -300,54 +301,6 @@ _REPLIES = [
     "Sorry, I cannot do that.",
     "```json\n" + json.dumps({**_GOOD, "answer": "12:30 JST"}) + "\n```",
 ]
-
-
-@contextlib.contextmanager
-def chat_server(replies: list[str]):
-    """A local OpenAI-compatible ``/v1/chat/completions`` endpoint that answers in turn."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    seen: list[dict[str, Any]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append(body)
-            content = replies[(len(seen) - 1) % len(replies)]
-            payload = json.dumps(
-                {
-                    "id": f"c{len(seen)}",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": body["model"],
-                    "choices": [
-                        {
-                            "index": 0,
-                            "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": content},
-                        }
-                    ],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                }
-            ).encode()
-            self.send_response(200 if self.path == "/v1/chat/completions" else 404)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_llm_generator_keeps_valid_tasks_and_rejects_bad_ones_with_reasons(monkeypatch):

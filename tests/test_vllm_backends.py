@@ -213,11 +213,16 @@ def test_colocate_backend_reads_the_engine_and_sends_every_setting(colocate_llm)
         min_p=0.1,
         repetition_penalty=1.2,
         seed=7,
-        generation_kwargs={"top_k": 5, "presence_penalty": 0.5},
+        # logit_bias as JSON gives it (a YAML config, a flag): string keys, sent as token ids.
+        generation_kwargs={"top_k": 5, "presence_penalty": 0.5, "logit_bias": {"3": 1}},
     )
     kwargs = backend.sampling_kwargs(16, settings, 2)
     assert kwargs["min_p"] == 0.1 and kwargs["repetition_penalty"] == 1.2
     assert kwargs["top_k"] == 5 and kwargs["presence_penalty"] == 0.5 and kwargs["seed"] == 9
+    assert kwargs["logit_bias"] == {3: 1.0}
+    with pytest.raises(ValueError, match="logit_bias must map token ids"):
+        bad = SamplingSettings(generation_kwargs={"logit_bias": {"im_end": 5}})
+        backend.sampling_kwargs(16, bad, 0)
     # A prompt with no budget is not sent (vLLM rejects max_tokens=0).
     out = backend.generate([[1, 2, 3], [4, 5], [6]], [4, 1, 0], settings)
     assert [len(g.token_ids) <= m for g, m in zip(out, [4, 1, 0], strict=True)] == [True] * 3

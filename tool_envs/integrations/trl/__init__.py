@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING
 
 from tool_envs._lazy import lazy_dir, lazy_exports
 from tool_envs.integrations.trl.environment import TaskRowEnvironment
-from tool_envs.integrations.trl.rewards import env_progress, env_reward, reward_info_func
+from tool_envs.integrations.trl.rewards import (
+    env_progress,
+    env_reward,
+    reward_info_func,
+    tool_sequence,
+)
 from tool_envs.integrations.trl.rollout_func import make_rollout_func, rollouts_to_batch
 from tool_envs.integrations.trl.tool_loop import tool_loop_environment
 
@@ -34,6 +39,7 @@ __all__ = [
     "reward_info_func",
     "rollouts_to_batch",
     "tool_loop_environment",
+    "tool_sequence",
 ]
 
 

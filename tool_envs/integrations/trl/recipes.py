@@ -313,13 +313,15 @@ def _commands_that_make(name_or_path: str, project: Path) -> list[str]:
     commands = []
     for config in sorted((project / "recipes" / "configs").glob("*.yaml")):
         try:
-            options = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+            text = config.read_text(encoding="utf-8")
+            options = yaml.safe_load(text) or {}
         except (OSError, yaml.YAMLError):
             continue
         if str(options.get("output_dir", "")).rstrip("/") == wanted:
             script = "train_sft.py" if "_sft" in config.name else "train_grpo.py"
             relative = config.relative_to(project).as_posix()
             commands.append(f"python recipes/{script} --config {relative}")
+        commands.extend(_header_commands(text, wanted))
     makefile = project / "Makefile"
     text = makefile.read_text(encoding="utf-8") if makefile.is_file() else ""
     demo = text.partition("\ndemo:")[2].partition("\n\n")[0]
@@ -329,6 +331,24 @@ def _commands_that_make(name_or_path: str, project: Path) -> list[str]:
             commands.append(command)
     if demo and any(command.split("--config ")[-1] in demo for command in commands):
         commands.append("`make demo`, which builds it")
+    return commands
+
+
+def _header_commands(config_text: str, wanted: str) -> list[str]:
+    """Commands in a config's header comment that write ``wanted`` (``--out wanted``): the
+    inputs a config needs are made by the commands its header gives (a command continued on
+    the next line with a backslash is read whole)."""
+    commands, pending = [], ""
+    for line in config_text.splitlines():
+        if not line.startswith("#"):
+            break
+        part = line.lstrip("#").strip()
+        if part.endswith("\\"):
+            pending += part.removesuffix("\\").strip() + " "
+            continue
+        command, pending = pending + part, ""
+        if re.search(rf"--out {re.escape(wanted)}(\s|$)", command):
+            commands.append(command)
     return commands
 
 

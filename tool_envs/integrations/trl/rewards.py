@@ -59,3 +59,24 @@ def env_progress(
             "this trainer's rollouts have none"
         )
     return [None if value is None else float(value) for value in env_progress]
+
+
+def tool_sequence(
+    completions: list[Any], reward_info: list[str], **kwargs: Any
+) -> list[float | None]:
+    """The share of a task's expected tool calls made in order (MCP-v0's ``tool_sequence``
+    part: ``reward_info["parts"]["tool_sequence"]["score"]``); None for void rollouts and for
+    rows whose ground truth has no tool sequence (other envs' rows in a mixed batch).
+
+    The env's reward already averages this part with the answer; as a reward function of its
+    own it gets its own weight (``reward_weights``) and its own curve
+    (``rewards/tool_sequence/mean``), so a run shows whether the agent learns the calls even
+    while its answers are still wrong.
+    """
+    values: list[float | None] = []
+    for info in reward_info:
+        parsed = (json.loads(info) if info else None) or {}  # "null": ended by a budget
+        part = (parsed.get("parts") or {}).get("tool_sequence") or {}
+        score = None if is_void(parsed) else part.get("score")
+        values.append(None if score is None else float(score))
+    return values

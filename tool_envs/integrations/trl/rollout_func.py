@@ -292,8 +292,10 @@ def rollouts_to_batch(
     """TRL's rollout_func output: required keys, env_mask, and extra columns for rewards.
 
     A void episode is kept (a GRPO group keeps its size) but carries nothing to learn from:
-    ``env_mask`` all 0, ``env_reward`` / ``env_success`` None. One that failed before its first
-    token gets a single masked ``pad_token_id`` so that no completion is empty. With
+    ``env_mask`` all 0, ``env_reward`` / ``env_success`` None. One that ended before its first
+    token (void, or a prompt that left no room under the context length) gets a single masked
+    ``pad_token_id``: TRL reads every completion's last token, and an empty one fails the
+    whole step. With
     ``mask_truncated`` an episode that did not terminate also gets ``env_mask`` all 0 but keeps
     its reward (overlong filtering: its reward still sets the group's baseline).
     """
@@ -303,7 +305,7 @@ def rollouts_to_batch(
         ids, mask = list(rollout.completion_ids), list(rollout.env_mask)
         if rollout.void or (mask_truncated and rollout.truncated):
             mask = [0] * len(ids)
-        if rollout.void and not ids and pad_token_id is not None:
+        if not ids and pad_token_id is not None:
             ids, mask, lp = [pad_token_id], [0], None if lp is None else [0.0]
         completions.append(ids)
         masks.append(mask)

@@ -5,7 +5,7 @@ The contract is kept on vLLM's answers by :mod:`~tool_envs.rollout.backends.vllm
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tool_envs.errors import MissingDependencyError
@@ -46,6 +46,22 @@ def request_output_to_generation(
     return enforce_contract(
         token_ids, logprobs, completion.finish_reason, max_tokens, settings, where
     )
+
+
+def _token_id_keys(bias: Any) -> dict[int, float] | None:
+    """``logit_bias`` with int token ids: JSON (a YAML config, a ``--generation_kwargs`` flag)
+    only has string keys, and ``SamplingParams(...)`` keeps them, then fails comparing a string
+    with the vocabulary size in the middle of a step (vLLM's OpenAI server converts them)."""
+    if bias is None:
+        return None
+    if not isinstance(bias, Mapping):
+        raise ValueError(f"generation_kwargs logit_bias must map token ids to biases, got {bias!r}")
+    try:
+        return {int(token): float(value) for token, value in bias.items()}
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"generation_kwargs logit_bias must map token ids (ints) to numbers, got {bias!r}"
+        ) from None
 
 
 def _vllm_sampling_params() -> Callable[..., Any]:
@@ -110,6 +126,8 @@ class VLLMColocateBackend:
         kwargs["logprobs"] = 0 if settings.logprobs else None  # 0: only the sampled token's
         kwargs.update(self._extra)
         kwargs.update(native)
+        if "logit_bias" in kwargs:
+            kwargs["logit_bias"] = _token_id_keys(kwargs["logit_bias"])
         return kwargs
 
     def generate(
