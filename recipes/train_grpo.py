@@ -52,10 +52,6 @@ class EnvArguments(EpisodeArguments):
             "as its env step returns (vllm_mode=server); auto: async in server mode, else lockstep."
         },
     )
-    max_void_fraction: float = field(
-        default=0.5,
-        metadata={"help": "Stop when more than this fraction of a batch's episodes are void."},
-    )
     vllm_weight_sync: str = field(
         default="auto",
         metadata={
@@ -137,11 +133,7 @@ def train(
             + (f"; WARNING: {overlap} of them are also training tasks" if overlap else "")
         )
     config = env_args.check_episodes(
-        tokenizer,
-        rows,
-        training_args.max_completion_length,
-        env_servers=env_servers,
-        max_void_fraction=env_args.max_void_fraction,
+        tokenizer, rows, training_args.max_completion_length, env_servers=env_servers
     )
     if env_args.preview_tasks:
         print(preview(tokenizer, rows, env_args.preview_tasks))

@@ -90,3 +90,41 @@ def test_eval_plays_envs_from_the_engines_pool_with_max_turns_winning():
         assert pool.acquire(CALCULATOR) is env  # reused, not made again
     finally:
         pool.close()
+
+
+def test_the_recipes_build_the_whole_config_once_and_name_a_bad_field():
+    from tool_envs.errors import EnvConfigError
+    from tool_envs.integrations.trl.recipes import EpisodeArguments
+
+    arguments = EpisodeArguments(max_turns=3, max_void_fraction=0.25, env_kwargs='{"a": {}}')
+    config = arguments.rollout_config(512, chat_template="{{ x }}")
+    assert (config.max_completion_length, config.max_turns) == (512, 3)
+    assert (config.max_void_fraction, config.chat_template) == (0.25, "{{ x }}")
+    assert config.env_kwargs == {"a": {}}
+    with pytest.raises(EnvConfigError, match=r"RolloutConfig\.max_void_fraction"):
+        EpisodeArguments(max_void_fraction=1.5).rollout_config(512)
+    options = {f.name: f.metadata["help"] for f in dataclasses.fields(EpisodeArguments)}
+    assert options["step_timeout"] == RolloutConfig.help("step_timeout")
+    assert options["env_servers"].endswith(RolloutConfig.help("env_servers"))
+
+
+def test_the_eval_command_describes_its_env_options_with_the_fields_help():
+    import argparse
+
+    from tool_envs.commands import eval as eval_command
+
+    parser = eval_command.add_parser(argparse.ArgumentParser().add_subparsers())
+    helps = {a.dest: a.help for a in parser._actions}
+    for name in ("env_kwargs", "env_servers", "max_turns"):
+        assert helps[name] == RolloutConfig.help(name)
+
+
+def test_make_rollout_func_merges_settings_through_the_config():
+    from tool_envs.integrations.trl import make_rollout_func
+
+    func = make_rollout_func(RolloutConfig(max_turns=2), max_tokens_per_turn=16)
+    assert func.state == {}
+    with pytest.raises(TypeError, match="the trainer's caps"):
+        make_rollout_func(max_completion_length=10)
+    with pytest.raises(TypeError, match=r"no fields \['max_turn'\]"):
+        make_rollout_func(max_turn=2)

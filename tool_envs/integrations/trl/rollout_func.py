@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from collections import defaultdict
@@ -85,17 +84,14 @@ def make_rollout_func(
     """
     if rollout_engine not in ENGINES:
         raise ValueError(f"rollout_engine must be one of {ENGINES}, got {rollout_engine!r}")
-    fields = {f.name for f in dataclasses.fields(RolloutConfig)} - {"max_completion_length"}
-    unknown = sorted(set(settings) - fields)
-    if unknown:
+    if "max_completion_length" in settings:
         raise TypeError(
-            f"make_rollout_func() got unexpected settings {unknown}; it takes the fields of "
-            f"RolloutConfig except max_completion_length (the trainer's): {sorted(fields)}"
+            "make_rollout_func() takes no max_completion_length: the trainer's caps the episodes"
         )
     for name in ("env_kwargs", "env_servers", "template_kwargs"):  # None: none, as before
         if name in settings and settings[name] is None:
             settings[name] = {}
-    config = dataclasses.replace(config or RolloutConfig(), **settings)
+    config = (config or RolloutConfig()).replace(**settings)
     state: dict[str, EpisodeRunner] = {}
 
     def default_factory(trainer: Any) -> GenerationBackend:
@@ -160,7 +156,8 @@ def _build_engine(
     tokenizer = trainer.processing_class
     sampling = sampling_settings(args, stop_token_ids=_stop_ids(tokenizer, trainer))
     backend = backend_factory(trainer)
-    config = dataclasses.replace(config, max_completion_length=args.max_completion_length)
+    # TRL pads and cuts completions to its own max_completion_length: the one cap there is.
+    config = config.replace(max_completion_length=args.max_completion_length)
     is_server = isinstance(backend, AsyncGenerationBackend)
     if kind == "async" and not is_server:
         raise ValueError(
