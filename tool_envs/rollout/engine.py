@@ -11,7 +11,11 @@ turns; they differ only in how they schedule generation and env steps.
 
 **Faults.** An env step that raises, or runs past ``RolloutConfig.step_timeout``, ends only its
 own episode, as *void* (``Rollout.outcome == "void"``, the cause in ``reward_info``): an
-infrastructure failure is not the policy's. The trainer never learns from a void episode (see
+infrastructure failure is not the policy's. A generation request that fails
+(:class:`~tool_envs.errors.GenerationServerError`, after the backend's own retries) voids the
+episodes it was for, cause ``generation``: here the turn's one call, so every episode in it;
+in the asynchronous engine the one episode that sent it. Anything else a backend raises is a
+bug and propagates. The trainer never learns from a void episode (see
 :func:`tool_envs.integrations.trl.rollout_func.rollouts_to_batch`). A batch in which more than
 ``max_void_fraction`` of the episodes are void raises :class:`RolloutVoidError`: something is
 broken, and training on what is left would hide it.
@@ -34,7 +38,12 @@ from tool_envs.core.chat_env import chat_env
 from tool_envs.core.messages import Message
 from tool_envs.core.outcome import VOID, is_void, outcome_of, void_info
 from tool_envs.errors import RolloutVoidError as RolloutVoidError
-from tool_envs.rollout.backends.base import Generation, GenerationBackend, SamplingSettings
+from tool_envs.rollout.backends.base import (
+    Generation,
+    GenerationBackend,
+    GenerationServerError,
+    SamplingSettings,
+)
 from tool_envs.rollout.config import RolloutConfig as RolloutConfig
 from tool_envs.rollout.env_pool import EnvPool as EnvPool
 from tool_envs.rollout.template import ChatTemplateRenderer
@@ -419,7 +428,8 @@ class RolloutEngine(EpisodeRunner):
         stepping = [
             (episode, generation)
             for episode, generation in zip(live, generations, strict=True)
-            if self._take_generation(episode, generation, caps[id(episode)])
+            if generation is not None
+            and self._take_generation(episode, generation, caps[id(episode)])
         ]
         for episode, env_ids in self._step_all(stepping):
             self._take_env_ids(episode, env_ids)
@@ -459,8 +469,9 @@ class RolloutEngine(EpisodeRunner):
                     self._step_failed(futures[future], TimeoutError(), future)
         return [(e, results.get(id(e))) for e, _ in stepping if not e.done]
 
-    def _generate(self, live: list[_Episode], max_tokens: list[int]) -> list[Generation]:
-        """One backend call for every unscripted episode; scripted turns are tokenized."""
+    def _generate(self, live: list[_Episode], max_tokens: list[int]) -> list[Generation | None]:
+        """One backend call for every unscripted episode; scripted turns are tokenized. A
+        failed call voids the episodes it was for (None in their place)."""
         sampled = [i for i, e in enumerate(live) if e.script is None]
         results: list[Generation | None] = [None] * len(live)
         if sampled and self.backend is None:
@@ -469,10 +480,16 @@ class RolloutEngine(EpisodeRunner):
             contexts = [
                 live[i].rollout.prompt_ids + live[i].rollout.completion_ids for i in sampled
             ]
-            generations = self.backend.generate(
-                contexts, [max_tokens[i] for i in sampled], self.settings
-            )
-            self.generation_calls += 1
+            try:
+                generations = self.backend.generate(
+                    contexts, [max_tokens[i] for i in sampled], self.settings
+                )
+            except GenerationServerError as exc:
+                for i in sampled:
+                    live[i].void("generation", str(exc))
+                generations = [None] * len(sampled)
+            else:
+                self.generation_calls += 1
             if len(generations) != len(sampled):
                 raise RuntimeError(
                     f"backend returned {len(generations)} generations for {len(sampled)} prompts"
@@ -482,4 +499,4 @@ class RolloutEngine(EpisodeRunner):
         for i, episode in enumerate(live):
             if episode.script is not None:
                 results[i] = self._scripted_turn(episode, max_tokens[i])
-        return results  # type: ignore[return-value]
+        return results
