@@ -37,6 +37,7 @@ from typing import Any
 from tool_envs.integrations.trl import trl_compat
 from tool_envs.rollout.backends.base import SamplingSettings
 from tool_envs.rollout.engine import Rollout, RolloutConfig, RolloutVoidError
+from tool_envs.rollout.seeds import group_seed
 
 RewardFunc = Callable[..., Sequence[float | None]]
 
@@ -281,9 +282,9 @@ class _GroupLoop:
         try:
             version = self.shared.version
             size = self.kwargs["num_generations"]
-            group_seed = (self.kwargs["seed"] * 1_000_003 + group_id) % 2**31
+            seed = group_seed(self.kwargs["seed"], group_id)
             try:
-                rollouts = await self.engine.arun([row] * size, seeds=[group_seed] * size)
+                rollouts = await self.engine.arun([row] * size, seeds=[seed] * size)
             except RolloutVoidError as exc:  # a mostly void group: nothing to learn, but counted
                 rollouts = exc.rollouts
             samples, values = group_samples(

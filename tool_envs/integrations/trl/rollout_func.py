@@ -11,6 +11,7 @@ from typing import Any
 
 from tool_envs.integrations.trl import trl_compat
 from tool_envs.integrations.trl.environment import TaskRowEnvironment
+from tool_envs.rollout import seeds as seeding
 from tool_envs.rollout.async_engine import AsyncRolloutEngine
 from tool_envs.rollout.backends.base import (
     AsyncGenerationBackend,
@@ -276,11 +277,11 @@ def task_rows_of(trainer: Any, prompts: list[Any]) -> list[dict[str, Any]]:
 
 
 def group_seeds(count: int, group: int, trainer: Any) -> list[int]:
-    """One seed per block of ``group`` rollouts: a GRPO group plays identical task state."""
+    """One seed per block of ``group`` rollouts (a GRPO group plays identical task state), for
+    the trainer's step and process (:func:`tool_envs.rollout.seeds.group_seeds`)."""
     step = trainer.state.global_step
     rank = trainer.accelerator.process_index
-    base = (trainer.args.seed * 1_000_003 + step * 10_007 + rank * 101) % 2**31
-    return [(base + index // group) % 2**31 for index in range(count)]
+    return seeding.group_seeds(count, group, trainer.args.seed, step=step, rank=rank)
 
 
 def rollouts_to_batch(
