@@ -37,10 +37,6 @@ PROJECT = Path(__file__).resolve().parent.parent
 class EnvArguments(EpisodeArguments):
     """Which tasks to train on and how episodes run."""
 
-    reward_funcs: list[str] = field(
-        default_factory=lambda: ["tool_envs.integrations.trl:env_reward"],
-        metadata={"help": "Reward functions as 'module:function' or 'path/file.py:function'."},
-    )
     vllm_server_model: str | None = field(
         default=None,
         metadata={"help": "vllm_mode=server: model name to request (default: the served one)."},
@@ -113,7 +109,7 @@ def train(
     from tool_envs.integrations.trl import TaskRowEnvironment, make_rollout_func
     from tool_envs.integrations.trl.metrics_file import MetricsFile, one_line_logs
     from tool_envs.integrations.trl.plots import plot_reward_curve
-    from tool_envs.integrations.trl.recipes import import_function, preview, to_dataset
+    from tool_envs.integrations.trl.recipes import preview, to_dataset
     from tool_envs.integrations.trl.trainer import ToolEnvsGRPOTrainer
     from tool_envs.integrations.trl.user_faults import UserFaultWatch
 
@@ -124,7 +120,7 @@ def train(
         heldout=(split, env_args.heldout_tasks) if split else None,
         project=PROJECT,
     )
-    reward_funcs = [import_function(spec) for spec in env_args.reward_funcs]
+    reward_funcs = env_args.reward_functions()
     if heldout:
         overlap = count_seen(heldout, rows)
         print(

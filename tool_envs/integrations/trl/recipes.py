@@ -126,6 +126,13 @@ class EpisodeArguments(TaskArguments):
     max_void_fraction: float = field(
         default=0.5, metadata={"help": RolloutConfig.help("max_void_fraction")}
     )
+    reward_funcs: list[str] = field(
+        default_factory=lambda: ["tool_envs.integrations.trl:env_reward"],
+        metadata={
+            "help": "Reward functions as 'module:function' or 'path/file.py:function'; an "
+            "episode's reward is their sum."
+        },
+    )
     no_signal_steps: int = field(
         default=10,
         metadata={
@@ -133,6 +140,10 @@ class EpisodeArguments(TaskArguments):
             "this many steps in a row, or in a whole shorter run; 0: never."
         },
     )
+
+    def reward_functions(self) -> list[Callable[..., Any]]:
+        """The ``reward_funcs`` options, imported: what both recipes score episodes with."""
+        return [import_function(spec) for spec in self.reward_funcs]
 
     def signal_watch(self) -> list[Any]:
         """The trainer callbacks that watch for a run without reward signal (none with
