@@ -25,7 +25,8 @@ from typing import Any
 from tool_envs.eval.departures import Departure, departures
 from tool_envs.rollout.backends.base import GenerationBackend, SamplingSettings
 from tool_envs.rollout.backends.hf import TransformersBackend
-from tool_envs.rollout.engine import Rollout, RolloutConfig, RolloutEngine
+from tool_envs.rollout.config import RolloutConfig
+from tool_envs.rollout.engine import Rollout, RolloutEngine
 from tool_envs.rollout.sft import gold_turns_of
 
 __all__ = [

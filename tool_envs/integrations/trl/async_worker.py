@@ -37,7 +37,8 @@ from typing import Any
 from tool_envs.integrations.trl import trl_compat
 from tool_envs.integrations.trl.rewards import env_reward
 from tool_envs.rollout.backends.base import SamplingSettings
-from tool_envs.rollout.engine import Rollout, RolloutConfig, RolloutVoidError
+from tool_envs.rollout.config import RolloutConfig
+from tool_envs.rollout.engine import Rollout, RolloutVoidError
 from tool_envs.rollout.seeds import group_seed
 
 RewardFunc = Callable[..., Sequence[float | None]]

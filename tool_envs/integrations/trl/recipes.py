@@ -29,7 +29,7 @@ from tool_envs.registration import (
     registered_id,
     resolve_env_id,
 )
-from tool_envs.rollout.engine import RolloutConfig
+from tool_envs.rollout.config import RolloutConfig
 from tool_envs.rollout.template_check import check_chat_template
 
 gym.register_envs(tool_envs)

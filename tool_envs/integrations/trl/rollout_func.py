@@ -19,7 +19,8 @@ from tool_envs.rollout.backends.base import (
     SamplingSettings,
 )
 from tool_envs.rollout.backends.hf import TransformersBackend
-from tool_envs.rollout.engine import EpisodeRunner, Rollout, RolloutConfig, RolloutEngine
+from tool_envs.rollout.config import RolloutConfig
+from tool_envs.rollout.engine import EpisodeRunner, Rollout, RolloutEngine
 
 ROW_FIELDS = ("prompt", "env_id", "env_class", "reward_spec", "extra_info")
 _COUNTERS = ("tool_calls", "tool_errors", "parse_errors", "empty_responses")
@@ -59,7 +60,7 @@ def make_rollout_func(
 
     Args:
         config: Budgets and env settings of the episodes
-            (:class:`~tool_envs.rollout.engine.RolloutConfig`: ``max_tokens_per_turn``,
+            (:class:`~tool_envs.rollout.config.RolloutConfig`: ``max_tokens_per_turn``,
             ``max_turns``, ``env_kwargs``, ``env_servers``, ``step_timeout``,
             ``max_void_fraction``, ...); the recipes build it from their arguments
             (``EpisodeArguments.check_episodes``). Its ``max_completion_length`` is replaced by
