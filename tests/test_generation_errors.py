@@ -2,17 +2,14 @@
 was for end void (cause ``generation``), the others play on, and ``max_void_fraction`` decides
 whether the batch stands; anything else a backend raises is a bug and propagates."""
 
-import gymnasium as gym
 import pytest
 from rollout_helpers import ReplayBackend, tiny_tokenizer_and_model
 from test_async_engine import family_tasks
 
-import tool_envs
 from tool_envs.errors import GenerationServerError
 from tool_envs.rollout import AsyncRolloutEngine, RolloutConfig, RolloutEngine, RolloutVoidError
 
-gym.register_envs(tool_envs)
-CALCULATOR = "tool_envs/Calculator-v0"
+ENGINES = [RolloutEngine, AsyncRolloutEngine]
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +38,7 @@ class FailingBackend(ReplayBackend):
 
 
 def play(tokenizer, engine_class, error, max_void_fraction=1.0):
-    tasks, scripts = family_tasks(CALCULATOR, 3)
+    tasks, scripts = family_tasks("tool_envs/Calculator-v0", 3)
     marker = tasks[0]["prompt"][-1]["content"]
     backend = FailingBackend(tokenizer, tasks, scripts, marker, error)
     config = RolloutConfig(max_void_fraction=max_void_fraction)
@@ -49,7 +46,7 @@ def play(tokenizer, engine_class, error, max_void_fraction=1.0):
         return engine.run(tasks)
 
 
-@pytest.mark.parametrize("engine_class", [RolloutEngine, AsyncRolloutEngine])
+@pytest.mark.parametrize("engine_class", ENGINES)
 def test_a_failed_request_voids_the_episodes_it_was_for(tokenizer, engine_class):
     error = GenerationServerError("HTTP 503 after 2 retries", url="http://127.0.0.1:1", status=503)
     rollouts = play(tokenizer, engine_class, error)
@@ -63,7 +60,7 @@ def test_a_failed_request_voids_the_episodes_it_was_for(tokenizer, engine_class)
         play(tokenizer, engine_class, error, max_void_fraction=0.0)
 
 
-@pytest.mark.parametrize("engine_class", [RolloutEngine, AsyncRolloutEngine])
+@pytest.mark.parametrize("engine_class", ENGINES)
 def test_a_backend_bug_is_raised_not_voided(tokenizer, engine_class):
     with pytest.raises(KeyError, match="bug"):
         play(tokenizer, engine_class, KeyError("bug"))
