@@ -231,8 +231,8 @@ def _run(kwargs: dict[str, Any], buffer: Any, metrics: Any, shared: _Shared) -> 
 
 class _GroupLoop:
     def __init__(self, kwargs: dict[str, Any], buffer: Any, metrics: Any, shared: _Shared):
-        from tool_envs.rollout.async_engine import AsyncRolloutEngine
         from tool_envs.rollout.backends.vllm.server import VLLMServerBackend
+        from tool_envs.rollout.choice import make_engine
 
         tokenizer = kwargs["tokenizer"]
         if isinstance(tokenizer, str):
@@ -245,8 +245,8 @@ class _GroupLoop:
         self.shared = shared
         self.error: Exception | None = None
         self.backend = VLLMServerBackend(kwargs["url"], model=kwargs["server_model"])
-        self.engine = AsyncRolloutEngine(
-            tokenizer, self.backend, kwargs["sampling"], kwargs["config"]
+        self.engine = make_engine(
+            tokenizer, self.backend, kwargs["sampling"], kwargs["config"], kind="async"
         )
 
     async def main(self) -> None:

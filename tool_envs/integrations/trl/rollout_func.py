@@ -12,19 +12,18 @@ from typing import Any
 from tool_envs.integrations.trl import trl_compat
 from tool_envs.integrations.trl.environment import TaskRowEnvironment
 from tool_envs.rollout import seeds as seeding
-from tool_envs.rollout.async_engine import AsyncRolloutEngine
 from tool_envs.rollout.backends.base import (
-    AsyncGenerationBackend,
     GenerationBackend,
     SamplingSettings,
 )
 from tool_envs.rollout.backends.hf import TransformersBackend
+from tool_envs.rollout.choice import ENGINES as ENGINES
+from tool_envs.rollout.choice import make_engine
 from tool_envs.rollout.config import RolloutConfig
-from tool_envs.rollout.engine import EpisodeRunner, Rollout, RolloutEngine
+from tool_envs.rollout.engine import EpisodeRunner, Rollout
 
 ROW_FIELDS = ("prompt", "env_id", "env_class", "reward_spec", "extra_info")
 _COUNTERS = ("tool_calls", "tool_errors", "parse_errors", "empty_responses")
-ENGINES = ("auto", "lockstep", "async")
 
 RolloutFunc = Callable[[list[Any], Any], dict[str, Any]]
 BackendFactory = Callable[[Any], GenerationBackend]
@@ -84,7 +83,7 @@ def make_rollout_func(
     With ``vllm_enable_sleep_mode`` (colocate, GPU) the engine's KV cache is woken for the
     rollouts and the engine put back to sleep after them, as TRL's own generation does.
     """
-    if rollout_engine not in ENGINES:
+    if rollout_engine not in ENGINES:  # refused now, not at the first training step
         raise ValueError(f"rollout_engine must be one of {ENGINES}, got {rollout_engine!r}")
     if "max_completion_length" in settings:
         raise TypeError(
@@ -160,15 +159,7 @@ def _build_engine(
     backend = backend_factory(trainer)
     # TRL pads and cuts completions to its own max_completion_length: the one cap there is.
     config = config.replace(max_completion_length=args.max_completion_length)
-    is_server = isinstance(backend, AsyncGenerationBackend)
-    if kind == "async" and not is_server:
-        raise ValueError(
-            f"rollout_engine='async' needs a continuous-batching server backend (vllm_mode="
-            f"'server'), but the backend is {type(backend).__name__}; use 'lockstep' or 'auto'"
-        )
-    if kind == "async" or (kind == "auto" and is_server):
-        return AsyncRolloutEngine(tokenizer, backend, sampling, config)
-    return RolloutEngine(tokenizer, backend, sampling, config)
+    return make_engine(tokenizer, backend, sampling, config, kind)
 
 
 # generation_kwargs keys the rollout engine owns (per-turn budgets, stops, logprobs, one sample
