@@ -10,7 +10,8 @@ against the trainer's vLLM server, several groups at once, and:
   default ``env_reward`` alone: the env's reward), and computes group advantages as TRL's own
   worker does: ``(r - mean) / (std + 1e-8)`` over the group's scored episodes, population std;
 * leaves void episodes out (infrastructure failed; see :mod:`tool_envs.core.outcome`): no sample,
-  counted in ``rollout/void_rate``; the rest of the group is scored among itself;
+  counted in ``rollout/void_rate``; the rest of the group is scored among itself, even in a
+  group more void than ``RolloutConfig.max_void_fraction`` (which stops a lockstep batch);
 * tags every sample with the policy version its group started under, and drops a group that is
   already more than ``max_staleness`` versions old when it finishes (``rollout/dropped_stale``);
 * runs in a spawned child process, as TRL's worker does, so env steps and tokenization never
@@ -341,11 +342,8 @@ def group_samples(
     """
     import numpy as np
 
-    from tool_envs.integrations.trl.rollout_func import (
-        episode_metrics,
-        episode_summary,
-        rollouts_to_batch,
-    )
+    from tool_envs.integrations.trl.rollout_func import rollouts_to_batch
+    from tool_envs.rollout.metrics import episode_metrics, episode_summary
 
     kept = [r for r in rollouts if not r.void]
     values = {
