@@ -67,6 +67,7 @@ def build_worker(env_args: AsyncEnvArguments, args: AsyncGRPOConfig, rows: list[
         num_generations=args.num_generations,
         sampling=sampling_settings(args),
         config=config,
+        reward_funcs=env_args.reward_functions(),
         max_staleness=args.max_staleness,
         max_inflight_groups=env_args.max_inflight_groups,
         queue_maxsize=args.queue_maxsize,
@@ -82,7 +83,6 @@ def main(env_args: AsyncEnvArguments, args: AsyncGRPOConfig) -> None:
 
 
 def train(env_args: AsyncEnvArguments, args: AsyncGRPOConfig, env_servers: dict) -> None:
-    from tool_envs.integrations.trl import env_reward
     from tool_envs.integrations.trl.recipes import to_dataset
 
     rows, _, tokenizer = env_args.start(env_args.model_name_or_path, project=PROJECT)
@@ -106,7 +106,7 @@ def train(env_args: AsyncEnvArguments, args: AsyncGRPOConfig, env_servers: dict)
 
     trainer = AsyncGRPOTrainer(
         model=env_args.model_name_or_path,
-        reward_funcs=[env_reward],
+        reward_funcs=worker.reward_funcs,  # the worker scores; the trainer's are the same
         args=args,
         train_dataset=to_dataset(rows),
         processing_class=tokenizer,

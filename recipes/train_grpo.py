@@ -37,10 +37,6 @@ PROJECT = Path(__file__).resolve().parent.parent
 class EnvArguments(EpisodeArguments):
     """Which tasks to train on and how episodes run."""
 
-    reward_funcs: list[str] = field(
-        default_factory=lambda: ["tool_envs.integrations.trl:env_reward"],
-        metadata={"help": "Reward functions as 'module:function' or 'path/file.py:function'."},
-    )
     vllm_server_model: str | None = field(
         default=None,
         metadata={"help": "vllm_mode=server: model name to request (default: the served one)."},
@@ -51,10 +47,6 @@ class EnvArguments(EpisodeArguments):
             "help": "auto | lockstep | async. async: each episode sends its next request as soon "
             "as its env step returns (vllm_mode=server); auto: async in server mode, else lockstep."
         },
-    )
-    max_void_fraction: float = field(
-        default=0.5,
-        metadata={"help": "Stop when more than this fraction of a batch's episodes are void."},
     )
     vllm_weight_sync: str = field(
         default="auto",
@@ -117,7 +109,7 @@ def train(
     from tool_envs.integrations.trl import TaskRowEnvironment, make_rollout_func
     from tool_envs.integrations.trl.metrics_file import MetricsFile, one_line_logs
     from tool_envs.integrations.trl.plots import plot_reward_curve
-    from tool_envs.integrations.trl.recipes import import_function, preview, to_dataset
+    from tool_envs.integrations.trl.recipes import preview, to_dataset
     from tool_envs.integrations.trl.trainer import ToolEnvsGRPOTrainer
     from tool_envs.integrations.trl.user_faults import UserFaultWatch
 
@@ -128,7 +120,7 @@ def train(
         heldout=(split, env_args.heldout_tasks) if split else None,
         project=PROJECT,
     )
-    reward_funcs = [import_function(spec) for spec in env_args.reward_funcs]
+    reward_funcs = env_args.reward_functions()
     if heldout:
         overlap = count_seen(heldout, rows)
         print(
@@ -137,11 +129,7 @@ def train(
             + (f"; WARNING: {overlap} of them are also training tasks" if overlap else "")
         )
     config = env_args.check_episodes(
-        tokenizer,
-        rows,
-        training_args.max_completion_length,
-        env_servers=env_servers,
-        max_void_fraction=env_args.max_void_fraction,
+        tokenizer, rows, training_args.max_completion_length, env_servers=env_servers
     )
     if env_args.preview_tasks:
         print(preview(tokenizer, rows, env_args.preview_tasks))

@@ -138,7 +138,7 @@ def test_bad_arguments_are_named(tiny):
 def test_mixed_env_rows_route_per_row_and_metrics_break_down_per_env(tiny):
     import gymnasium as gym
 
-    from tool_envs.integrations.trl.rollout_func import episode_metrics, episode_summary
+    from tool_envs.rollout.metrics import episode_metrics, episode_summary
 
     lenient = "tool_envs_test/CalculatorLenient-v0"
     if lenient not in gym.registry:

@@ -306,12 +306,9 @@ def test_neither_engine_trains_on_a_spoiled_episode():
     """A user-fault void is void like an outage: the lockstep batch masks all its tokens and
     gives it no reward; the async worker makes no sample of it; both log the fault rate."""
     from tool_envs.integrations.trl.async_worker import group_samples
-    from tool_envs.integrations.trl.rollout_func import (
-        episode_metrics,
-        episode_summary,
-        rollouts_to_batch,
-    )
+    from tool_envs.integrations.trl.rollout_func import rollouts_to_batch
     from tool_envs.rollout.engine import Rollout
+    from tool_envs.rollout.metrics import episode_metrics, episode_summary
 
     fault = {"kind": "invented_value", "turn": 1, "evidence": "..."}
 

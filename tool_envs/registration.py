@@ -183,6 +183,19 @@ def env_kwargs_for(env_kwargs: Mapping[str, Mapping[str, Any]], env_id: str) -> 
     return dict(for_env(env_kwargs, env_id) or {})
 
 
+def check_env_kwargs(env_kwargs: Mapping[str, Any], option: str = "env_kwargs") -> None:
+    """Raise ValueError, naming ``option`` and the env id, unless ``env_kwargs`` maps env ids to
+    mappings of constructor arguments."""
+    if not isinstance(env_kwargs, Mapping):
+        raise ValueError(f"{option} maps env ids to objects, got {type(env_kwargs).__name__}")
+    for env_id, kwargs in env_kwargs.items():
+        if not isinstance(kwargs, Mapping):
+            raise ValueError(
+                f"{option} maps env ids to objects of constructor arguments; {env_id!r} maps to "
+                f"{type(kwargs).__name__}"
+            )
+
+
 def _gymnasium_own(spec: Any) -> bool:
     """Gymnasium's bundled envs (CartPole, ...), left out of suggestions for tool-use envs."""
     entry = spec.entry_point if isinstance(spec.entry_point, str) else ""

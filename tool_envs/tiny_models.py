@@ -408,7 +408,8 @@ def fit_to_gold(
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from tool_envs.rollout.engine import RolloutConfig, RolloutEngine
+    from tool_envs.rollout.config import RolloutConfig
+    from tool_envs.rollout.engine import RolloutEngine
     from tool_envs.rollout.sft import gold_sft_rows
 
     folder = Path(folder)

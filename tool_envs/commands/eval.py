@@ -9,6 +9,8 @@ from tool_envs._argtypes import json_object
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    from tool_envs.rollout.config import RolloutConfig  # the env options' help is its fields'
+
     run = subparsers.add_parser(
         "eval",
         help="evaluate a model behind an OpenAI-compatible API (or a baseline) on envs",
@@ -54,15 +56,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=json_object,
         default={},
         metavar="JSON",
-        help='gymnasium.make arguments per env, e.g. {"tool_envs/X-v0": {"k": 1}}',
+        help=RolloutConfig.help("env_kwargs"),
     )
     run.add_argument(
         "--env-servers",
         type=json_object,
         default={},
         metavar="JSON",
-        help='play these envs on `tool-envs serve` servers: {"tool_envs/X-v0": "http://'
-        '127.0.0.1:8000" or [URLs]}',
+        help=RolloutConfig.help("env_servers"),
     )
     run.add_argument(
         "--user",
@@ -70,7 +71,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "of the run are made without it",
     )
     run.add_argument("--parser", help="tool-call parser of the envs (text mode), default auto")
-    run.add_argument("--max-turns", type=int, help="override each env's turn limit")
+    run.add_argument("--max-turns", type=int, help=RolloutConfig.help("max_turns"))
     run.add_argument("--temperature", type=float, help="sampling temperature (default: server's)")
     run.add_argument("--max-tokens", type=int, help="completion tokens per turn")
     run.add_argument("--seed", type=int, default=0, help="base of the per-trial reset seeds")

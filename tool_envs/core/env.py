@@ -14,6 +14,7 @@ from gymnasium.error import ResetNeeded
 
 from tool_envs.core import messages
 from tool_envs.core.actions import InterpretedAction, interpret_action
+from tool_envs.core.chat_env import step_info, void_step
 from tool_envs.core.messages import Message
 from tool_envs.core.outcome import outcome_of, void_info
 from tool_envs.core.parsers import ToolCallParser, get_parser
@@ -365,18 +366,18 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
                 reward, reward_info = 0.0, void_info(exc.cause, str(exc))
             reward_info.setdefault("outcome", outcome_of(reward, reward_info))
         parse_error = "; ".join(f.message for f in interpreted.failures) or None
-        info = {
-            "turn": self._turn,
-            "tool_calls": [
+        info = step_info(
+            self._turn,
+            self._stats,
+            reward_info,
+            tool_calls=(
                 {"id": c.id, "name": c.name, "arguments": messages.copy_json(c.arguments)}
                 for c in interpreted.calls
-            ],
-            "parse_error": parse_error,
-            "tool_errors": tool_errors,
-            "stats": dict(self._stats),
-            "reward_info": reward_info,
-            **self._step_info(),
-        }
+            ),
+            parse_error=parse_error,
+            tool_errors=tool_errors,
+            extra=self._step_info(),
+        )
         return [_copy_message(m) for m in observation], float(reward), terminated, False, info
 
     def _void_turn(
@@ -390,16 +391,8 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
         """
         self._roll_back()
         self._needs_reset = True
-        info = {
-            "turn": self._turn,
-            "tool_calls": [],
-            "parse_error": None,
-            "tool_errors": [],
-            "stats": dict(self._stats),
-            "reward_info": void_info(exc.cause, str(exc)),
-            **self._step_info(),
-        }
-        return [], 0.0, False, True, info
+        reward_info = void_info(exc.cause, str(exc))
+        return void_step(self._turn, self._stats, reward_info, extra=self._step_info())
 
     def _roll_back(self) -> None:
         """Undo the turn in progress: turn counter, stats, conversation and call log."""

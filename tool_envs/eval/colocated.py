@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tool_envs.eval.heldout import HeldoutEvaluator, play_greedily
-from tool_envs.rollout.engine import Rollout, RolloutConfig
+from tool_envs.rollout.config import RolloutConfig
+from tool_envs.rollout.engine import Rollout
 
 __all__ = ["ColocatedVLLMEvaluator"]
 

@@ -25,7 +25,9 @@ from typing import Any
 from tool_envs.eval.departures import Departure, departures
 from tool_envs.rollout.backends.base import GenerationBackend, SamplingSettings
 from tool_envs.rollout.backends.hf import TransformersBackend
-from tool_envs.rollout.engine import Rollout, RolloutConfig, RolloutEngine
+from tool_envs.rollout.choice import make_engine
+from tool_envs.rollout.config import RolloutConfig
+from tool_envs.rollout.engine import Rollout
 from tool_envs.rollout.sft import gold_turns_of
 
 __all__ = [
@@ -82,7 +84,7 @@ def play_greedily(
     """Greedy episodes of ``tasks`` from any generation backend (a vLLM server's, say, which
     caches the shared prompt prefix), in task order."""
     greedy = SamplingSettings(temperature=0.0)
-    with RolloutEngine(tokenizer, backend, greedy, config) as engine:
+    with make_engine(tokenizer, backend, greedy, config, kind="lockstep") as engine:
         return engine.run(list(tasks))
 
 

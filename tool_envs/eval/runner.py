@@ -51,7 +51,16 @@ from tool_envs.eval.report import write_reports
 from tool_envs.eval.result import EvalResult as EvalResult
 from tool_envs.eval.store import TrajectoryStore, trial_key
 from tool_envs.eval.tasks import EvalTask, derive_seed, load_eval_tasks
-from tool_envs.registration import env_kwargs_for, for_env, registered_id, resolve_env_id
+from tool_envs.registration import (
+    check_env_kwargs,
+    env_kwargs_for,
+    for_env,
+    registered_id,
+    resolve_env_id,
+)
+from tool_envs.rollout.config import RolloutConfig
+from tool_envs.rollout.env_pool import EnvPool
+from tool_envs.serve.pool import check_env_servers
 
 __all__ = ["AGENTS", "EvalConfig", "EvalResult", "run_eval"]
 
@@ -167,29 +176,11 @@ class EvalConfig:
             raise EvalError(f"--void-limit must be >= 0 (0: never stop), got {self.void_limit}")
         if self.price_per_million is not None and min(self.price_per_million) < 0:
             raise EvalError("--price-per-million takes two non-negative numbers: IN OUT")
-        for env_id, urls in self.env_servers.items():
-            listed = [urls] if isinstance(urls, str) else urls
-            if (
-                not isinstance(listed, list)
-                or not listed
-                or not all(isinstance(u, str) for u in listed)
-            ):
-                raise EvalError(
-                    f"--env-servers maps env ids to a URL or a list of URLs; {env_id!r} maps to "
-                    f"{urls!r}"
-                )
-            if env_id in self.env_kwargs:
-                raise EvalError(
-                    f"{env_id} is served (--env-servers), so its constructor arguments are the "
-                    f"server's: start it with `tool-envs serve {env_id} --env-kwargs '...'` "
-                    "instead of passing --env-kwargs here"
-                )
-        for env_id, kwargs in self.env_kwargs.items():
-            if not isinstance(kwargs, dict):
-                raise EvalError(
-                    f"--env-kwargs maps env ids to JSON objects; {env_id!r} maps to "
-                    f"{type(kwargs).__name__}"
-                )
+        try:
+            check_env_kwargs(self.env_kwargs, "--env-kwargs")
+            check_env_servers(self.env_servers, self.env_kwargs, option="--env-servers")
+        except ValueError as exc:
+            raise EvalError(str(exc)) from exc
 
     def identity(self) -> dict[str, Any]:
         """The settings a resumed run must share with the run it continues."""
@@ -260,59 +251,39 @@ def make_agent(config: EvalConfig) -> tuple[Agent, Any]:
     return OpenAIAgent(backend), client
 
 
-class _EnvPool:
-    """One env per (thread, env id), reused across that thread's episodes, all closed at the end."""
+def env_settings(config: EvalConfig, env_ids: list[str]) -> RolloutConfig:
+    """The run's env settings as the engines take them: ``--env-kwargs`` per env id, with
+    ``--user`` and ``--parser`` for the in-process envs whose constructors take them, and
+    ``--max-turns`` and ``--env-servers`` (validated as in :meth:`EvalConfig.validate`)."""
+    env_kwargs = {}
+    for env_id in env_ids:
+        if for_env(config.env_servers, env_id) is not None:
+            continue  # a served env's constructor arguments are its server's
+        kwargs = env_kwargs_for(config.env_kwargs, env_id)
+        for option, value in (("user", config.user), ("parser", config.parser)):
+            if value is not None and env_takes(env_id, option):
+                kwargs.setdefault(option, value)
+        env_kwargs[env_id] = kwargs
+    try:
+        return RolloutConfig(
+            max_turns=config.max_turns, env_kwargs=env_kwargs, env_servers=config.env_servers
+        )
+    except ValueError as exc:
+        raise EvalError(str(exc)) from exc
 
-    def __init__(self, config: EvalConfig):
-        self.config = config
-        self.local = threading.local()
-        self.lock = threading.Lock()
-        self.made: list[gym.Env] = []
-        self.servers: dict[str, Any] = {}  # env id -> EnvServerPool, shared by its envs
 
-    def kwargs(self, env_id: str) -> dict[str, Any]:
-        kwargs = env_kwargs_for(self.config.env_kwargs, env_id)
-        if self.config.user is not None and env_takes(env_id, "user"):
-            kwargs.setdefault("user", self.config.user)
-        if self.config.parser is not None and env_takes(env_id, "parser"):
-            kwargs.setdefault("parser", self.config.parser)
-        if self.config.max_turns is not None:
-            kwargs.setdefault("max_episode_steps", self.config.max_turns)
-        return kwargs
-
-    def get(self, env_id: str) -> gym.Env:
-        envs = self.local.__dict__.setdefault("envs", {})
-        if env_id not in envs:
-            if for_env(self.config.env_servers, env_id) is not None:
-                env = self._remote(env_id)
-            else:
-                kwargs = self.kwargs(env_id)
-                try:
-                    env = gym.make(env_id, **kwargs)
-                except (TypeError, ValueError) as exc:
-                    raise EvalError(f"cannot make {env_id} with {kwargs}: {exc}") from exc
-            envs[env_id] = env
-            with self.lock:
-                self.made.append(env)
-        return envs[env_id]
-
-    def _remote(self, env_id: str) -> gym.Env:
-        from tool_envs.serve.client import RemoteEnv
-        from tool_envs.serve.pool import EnvServerPool
-
-        with self.lock:
-            if env_id not in self.servers:
-                self.servers[env_id] = EnvServerPool(for_env(self.config.env_servers, env_id))
-        env: gym.Env = RemoteEnv(self.servers[env_id])
-        if self.config.max_turns is not None:
-            env = gym.wrappers.TimeLimit(env, self.config.max_turns)
-        return env
-
-    def close(self) -> None:
-        with self.lock:
-            for env in self.made:
-                env.close()
-            self.made.clear()
+@contextlib.contextmanager
+def _env_of(pool: EnvPool, env_id: str) -> Iterator[gym.Env]:
+    """An env of ``env_id`` from the pool for one trial, returned to it afterwards."""
+    try:
+        env = pool.acquire(env_id)
+    except (TypeError, ValueError) as exc:
+        kwargs = env_kwargs_for(pool.config.env_kwargs, env_id)
+        raise EvalError(f"cannot make {env_id} with {kwargs}: {exc}") from exc
+    try:
+        yield env
+    finally:
+        pool.release(env_id, env)
 
 
 def env_takes(env_id: str, argument: str) -> bool:
@@ -357,11 +328,12 @@ def _check_served_options(config: EvalConfig, env_ids: list[str]) -> None:
 
 def _preflight(config: EvalConfig, tasks: dict[str, list[EvalTask]]) -> None:
     """Make each env once, so bad kwargs fail before any API call, with a clear message."""
-    pool = _EnvPool(config)
+    pool = EnvPool(env_settings(config, list(tasks)))
     try:
         for env_id, env_tasks in tasks.items():
-            env = pool.get(env_id)
-            if config.agent == "gold" and for_env(config.env_servers, env_id) is not None:
+            with _env_of(pool, env_id) as env:
+                if config.agent != "gold" or for_env(config.env_servers, env_id) is None:
+                    continue
                 try:  # a server that cannot give gold turns fails here, not every trial
                     env.unwrapped.gold_turns(env_tasks[0].row)
                 except ToolEnvsError as exc:
@@ -372,7 +344,7 @@ def _preflight(config: EvalConfig, tasks: dict[str, list[EvalTask]]) -> None:
 
 def _play_trial(
     agent: Agent,
-    pool: _EnvPool,
+    pool: EnvPool,
     task: EvalTask,
     trial: int,
     config: EvalConfig,
@@ -380,7 +352,18 @@ def _play_trial(
 ) -> dict[str, Any]:
     if stop.is_set():
         raise EpisodeInterrupted
-    env = pool.get(task.env_id)
+    with _env_of(pool, task.env_id) as env:
+        return _play_on(env, agent, task, trial, config, stop)
+
+
+def _play_on(
+    env: gym.Env,
+    agent: Agent,
+    task: EvalTask,
+    trial: int,
+    config: EvalConfig,
+    stop: threading.Event,
+) -> dict[str, Any]:
     seed = derive_seed(config.seed, task.index, trial)
     started = time.monotonic()
     try:
@@ -514,7 +497,7 @@ def run_eval(config: EvalConfig) -> EvalResult:
     agent, client = make_agent(config) if jobs else (None, None)
     _write_run_file(out, config)
     stop = threading.Event()
-    pool = _EnvPool(config)
+    pool = EnvPool(env_settings(config, list(tasks)))
     bar = _progress(config, total, total - len(jobs))
     state: dict[str, Any] = {"written": 0, "successes": 0, "error": None, "void_streak": 0}
     void_records: list[dict[str, Any]] = []

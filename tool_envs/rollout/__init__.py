@@ -11,7 +11,8 @@ from tool_envs._lazy import lazy_dir, lazy_exports
 
 _LAZY = {
     "Rollout": "tool_envs.rollout.engine",
-    "RolloutConfig": "tool_envs.rollout.engine",
+    "RolloutConfig": "tool_envs.rollout.config",
+    "EnvPool": "tool_envs.rollout.env_pool",
     "RolloutEngine": "tool_envs.rollout.engine",
     "RolloutVoidError": "tool_envs.rollout.engine",
     "AsyncRolloutEngine": "tool_envs.rollout.async_engine",
@@ -43,10 +44,11 @@ if TYPE_CHECKING:
     from tool_envs.rollout.backends.openai_chat import OpenAIChatBackend as OpenAIChatBackend
     from tool_envs.rollout.backends.vllm.colocate import VLLMColocateBackend as VLLMColocateBackend
     from tool_envs.rollout.backends.vllm.server import VLLMServerBackend as VLLMServerBackend
+    from tool_envs.rollout.config import RolloutConfig as RolloutConfig
     from tool_envs.rollout.engine import Rollout as Rollout
-    from tool_envs.rollout.engine import RolloutConfig as RolloutConfig
     from tool_envs.rollout.engine import RolloutEngine as RolloutEngine
     from tool_envs.rollout.engine import RolloutVoidError as RolloutVoidError
+    from tool_envs.rollout.env_pool import EnvPool as EnvPool
     from tool_envs.rollout.sft import gold_sft_rows as gold_sft_rows
     from tool_envs.rollout.template import ChatTemplateRenderer as ChatTemplateRenderer
     from tool_envs.rollout.template import TemplatePrefixError as TemplatePrefixError

@@ -31,7 +31,8 @@ from tool_envs.rollout.backends.base import (
     GenerationServerError,
     SamplingSettings,
 )
-from tool_envs.rollout.engine import EpisodeRunner, Rollout, RolloutConfig, _Episode
+from tool_envs.rollout.config import RolloutConfig
+from tool_envs.rollout.engine import EpisodeRunner, Rollout, _Episode
 
 T = TypeVar("T")
 

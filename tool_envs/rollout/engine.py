@@ -11,7 +11,11 @@ turns; they differ only in how they schedule generation and env steps.
 
 **Faults.** An env step that raises, or runs past ``RolloutConfig.step_timeout``, ends only its
 own episode, as *void* (``Rollout.outcome == "void"``, the cause in ``reward_info``): an
-infrastructure failure is not the policy's. The trainer never learns from a void episode (see
+infrastructure failure is not the policy's. A generation request that fails
+(:class:`~tool_envs.errors.GenerationServerError`, after the backend's own retries) voids the
+episodes it was for, cause ``generation``: here the turn's one call, so every episode in it;
+in the asynchronous engine the one episode that sent it. Anything else a backend raises is a
+bug and propagates. The trainer never learns from a void episode (see
 :func:`tool_envs.integrations.trl.rollout_func.rollouts_to_batch`). A batch in which more than
 ``max_void_fraction`` of the episodes are void raises :class:`RolloutVoidError`: something is
 broken, and training on what is left would hide it.
@@ -19,12 +23,9 @@ broken, and training on what is left would hide it.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import threading
 import time
-from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -33,97 +34,21 @@ import gymnasium as gym
 from typing_extensions import Self
 
 import tool_envs
+from tool_envs.core.chat_env import chat_env
 from tool_envs.core.messages import Message
 from tool_envs.core.outcome import VOID, is_void, outcome_of, void_info
 from tool_envs.errors import RolloutVoidError as RolloutVoidError
-from tool_envs.registration import env_kwargs_for, registered_id
-from tool_envs.rollout.backends.base import Generation, GenerationBackend, SamplingSettings
+from tool_envs.rollout.backends.base import (
+    Generation,
+    GenerationBackend,
+    GenerationServerError,
+    SamplingSettings,
+)
+from tool_envs.rollout.config import RolloutConfig as RolloutConfig
+from tool_envs.rollout.env_pool import EnvPool as EnvPool
 from tool_envs.rollout.template import ChatTemplateRenderer
-from tool_envs.serve.pool import EnvServerPool, as_pool
 
 gym.register_envs(tool_envs)
-
-
-@dataclass(frozen=True)
-class RolloutConfig:
-    """Budgets and env settings of a rollout.
-
-    Attributes:
-        max_completion_length: Cap on the WHOLE multi-turn completion (policy and env tokens),
-            as TRL's ``max_completion_length``; an episode that would exceed it ends truncated.
-        max_tokens_per_turn: Cap on one policy turn; a turn that hits it ends the episode
-            truncated (the completion then does not end on a stop token).
-        max_turns: Assistant turns per episode; None keeps each env's registered limit.
-        env_workers: Most env steps running at once; None: one per live episode (env steps
-            mostly wait on I/O, so a thread each costs little and no step waits for a free one).
-        env_kwargs: Constructor arguments per env id, e.g. ``{"tool_envs/Calculator-v0":
-            {"parser": "hermes"}}``.
-        env_wrappers: Applied in order to every env the engine makes (``gym.make`` result), e.g.
-            a logging or latency wrapper: ``env_wrappers=(MyWrapper,)``.
-        step_timeout: Seconds an env step may take before its episode ends void (the hung env
-            is abandoned and closed when its step returns); None waits forever.
-        max_concurrent_requests: Asynchronous engine only: most generation requests in flight.
-        max_void_fraction: Raise :class:`RolloutVoidError` when more than this fraction of a
-            batch's episodes are void (1.0: never).
-        chat_template: Template to use instead of the tokenizer's own.
-        template_kwargs: Extra template variables (e.g. ``{"enable_thinking": False}``).
-        env_servers: Env id -> one or more ``tool-envs serve`` URLs: episodes of those ids run
-            on the servers (:class:`~tool_envs.serve.RemoteEnv`; each episode on the least
-            loaded live server), the others in this process. Constructor arguments of a served
-            env are the server's (``tool-envs serve --env-kwargs``), not ``env_kwargs``;
-            ``max_turns`` and ``env_wrappers`` apply here as to any env. A server that dies or
-            hangs voids its episodes (``void_cause="env_server"``); when none is left, the run
-            raises :class:`~tool_envs.errors.EnvServerUnavailableError` naming the URLs. A value
-            may also be an :class:`~tool_envs.serve.pool.EnvServerPool`, shared as it is (e.g.
-            :meth:`RayEnvServers.pools() <tool_envs.serve.cluster.RayEnvServers.pools>`, whose
-            pools follow a server Ray restarts at a new address).
-    """
-
-    max_completion_length: int = 1024
-    max_tokens_per_turn: int = 256
-    max_turns: int | None = None
-    env_workers: int | None = None
-    env_kwargs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    env_wrappers: Sequence[Callable[[gym.Env], gym.Env]] = ()
-    step_timeout: float | None = 600.0
-    max_concurrent_requests: int = 256
-    max_void_fraction: float = 0.5
-    chat_template: str | None = None
-    template_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    env_servers: Mapping[str, str | Sequence[str] | EnvServerPool] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        for env_id, urls in self.env_servers.items():
-            listed = urls.urls if isinstance(urls, EnvServerPool) else urls
-            listed = [listed] if isinstance(listed, str) else list(listed)
-            if not listed or not all(isinstance(u, str) and u for u in listed):
-                raise ValueError(
-                    f"RolloutConfig.env_servers[{env_id!r}] must be a URL or a non-empty list "
-                    f"of URLs, got {urls!r}"
-                )
-            if any(registered_id(key) == registered_id(env_id) for key in self.env_kwargs):
-                raise ValueError(
-                    f"RolloutConfig.env_kwargs[{env_id!r}] is set, but {env_id} is served "
-                    f"(env_servers): its constructor arguments are the server's; start it "
-                    f"with `tool-envs serve {env_id} --env-kwargs '...'` instead"
-                )
-        for name in ("max_completion_length", "max_tokens_per_turn", "max_concurrent_requests"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"RolloutConfig.{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("max_turns", "env_workers"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"RolloutConfig.{name} must be >= 1 or None, got {value}")
-        if self.step_timeout is not None and self.step_timeout <= 0:
-            raise ValueError(
-                f"RolloutConfig.step_timeout must be > 0 seconds or None, got {self.step_timeout}"
-            )
-        if not 0 <= self.max_void_fraction <= 1:
-            raise ValueError(
-                f"RolloutConfig.max_void_fraction must be in [0, 1], got {self.max_void_fraction}"
-            )
-        if not all(callable(w) for w in self.env_wrappers):
-            raise TypeError("RolloutConfig.env_wrappers must be callables env -> wrapped env")
 
 
 @dataclass
@@ -214,81 +139,11 @@ class _Episode:
         self.rollout.reward_info = reward_info
         self.rollout.outcome = outcome_of(reward, reward_info)
         if not self.abandoned:  # a hung env's thread may still be changing its messages
-            self.rollout.messages = self.env.unwrapped.messages
+            self.rollout.messages = chat_env(self.env).messages
         self.done = True
 
     def void(self, cause: str, detail: str) -> None:
         self.end(VOID, 0.0, void_info(cause, detail))
-
-
-class EnvPool:
-    """Reusable env instances per env id, so servers and sandboxes outlive single episodes."""
-
-    def __init__(self, config: RolloutConfig):
-        self.config = config
-        self._free: dict[str, list[gym.Env]] = defaultdict(list)
-        self._all: list[gym.Env] = []
-        self._lock = threading.Lock()
-        self._servers: dict[str, Any] = {}  # env id -> EnvServerPool, shared by its envs
-        # Served ids by registered id, so ``module:EnvId`` keys and rows name the same env.
-        self._served = {registered_id(k): urls for k, urls in config.env_servers.items()}
-
-    def acquire(self, env_id: str) -> gym.Env:
-        with self._lock:  # episodes start from worker threads
-            if self._free[env_id]:
-                return self._free[env_id].pop()
-        served = registered_id(env_id)
-        if served in self._served:
-            env = self._remote(served)
-        else:
-            kwargs = env_kwargs_for(self.config.env_kwargs, env_id)
-            if self.config.max_turns is not None:
-                kwargs["max_episode_steps"] = self.config.max_turns
-            env = gym.make(env_id, **kwargs)
-        for wrapper in self.config.env_wrappers:
-            env = wrapper(env)
-        with self._lock:
-            self._all.append(env)
-        return env
-
-    def _remote(self, env_id: str) -> gym.Env:
-        """A RemoteEnv on ``env_id``'s servers (the turn limit applied here, as in-process)."""
-        from tool_envs.serve.client import RemoteEnv
-
-        with self._lock:
-            if env_id not in self._servers:
-                self._servers[env_id] = as_pool(self._served[env_id])
-            servers = self._servers[env_id]
-        env: gym.Env = RemoteEnv(servers, timeout=self.config.step_timeout)
-        if self.config.max_turns is not None:
-            env = gym.wrappers.TimeLimit(env, self.config.max_turns)
-        return env
-
-    def release(self, env_id: str, env: gym.Env) -> None:
-        with self._lock:
-            self._free[env_id].append(env)
-
-    def abandon(self, env: gym.Env, running: Future | None = None) -> None:
-        """Never reuse ``env`` (its step hung); close it once ``running`` (that step) returns."""
-        with self._lock:
-            if env in self._all:
-                self._all.remove(env)
-
-        def close(_: object = None) -> None:
-            with contextlib.suppress(Exception):  # a hung env may be broken; it is discarded
-                env.close()
-
-        if running is None:
-            close()
-        else:
-            running.add_done_callback(close)
-
-    def close(self) -> None:
-        with self._lock:
-            envs, self._all = self._all, []
-        for env in envs:
-            env.close()
-        self._free.clear()
 
 
 class EpisodeRunner:
@@ -382,8 +237,8 @@ class EpisodeRunner:
             raise ValueError(f"task row has no env_id: {sorted(task)}")
         env = self.pool.acquire(env_id)
         _, info = env.reset(seed=seed, options={"task": dict(task)})
-        unwrapped = env.unwrapped
-        prompt_ids = self.renderer.prompt_ids(unwrapped.messages, unwrapped.tools)
+        played = chat_env(env)
+        prompt_ids = self.renderer.prompt_ids(played.messages, played.tools)
         rollout = Rollout(env_id=env_id, task_id=info.get("task_id"), prompt_ids=prompt_ids)
         script_turns = list(script) if script is not None else None
         return _Episode(env=env, rollout=rollout, seed=seed, script=script_turns)
@@ -505,12 +360,11 @@ class EpisodeRunner:
         if truncated:
             episode.end("turn_limit", reward, {"reward": reward, "reason": "turn limit reached"})
             return None
-        messages = env.unwrapped.messages
+        played = chat_env(env)
+        messages = played.messages
         split = len(messages) - len(observation)
         stop_text = self.tokenizer.decode(generation.token_ids[-1:], skip_special_tokens=False)
-        return self.renderer.env_ids(
-            messages[:split], messages[split:], env.unwrapped.tools, stop_text
-        )
+        return self.renderer.env_ids(messages[:split], messages[split:], played.tools, stop_text)
 
 
 class RolloutEngine(EpisodeRunner):
@@ -574,7 +428,8 @@ class RolloutEngine(EpisodeRunner):
         stepping = [
             (episode, generation)
             for episode, generation in zip(live, generations, strict=True)
-            if self._take_generation(episode, generation, caps[id(episode)])
+            if generation is not None
+            and self._take_generation(episode, generation, caps[id(episode)])
         ]
         for episode, env_ids in self._step_all(stepping):
             self._take_env_ids(episode, env_ids)
@@ -614,8 +469,9 @@ class RolloutEngine(EpisodeRunner):
                     self._step_failed(futures[future], TimeoutError(), future)
         return [(e, results.get(id(e))) for e, _ in stepping if not e.done]
 
-    def _generate(self, live: list[_Episode], max_tokens: list[int]) -> list[Generation]:
-        """One backend call for every unscripted episode; scripted turns are tokenized."""
+    def _generate(self, live: list[_Episode], max_tokens: list[int]) -> list[Generation | None]:
+        """One backend call for every unscripted episode; scripted turns are tokenized. A
+        failed call voids the episodes it was for (None in their place)."""
         sampled = [i for i, e in enumerate(live) if e.script is None]
         results: list[Generation | None] = [None] * len(live)
         if sampled and self.backend is None:
@@ -624,10 +480,16 @@ class RolloutEngine(EpisodeRunner):
             contexts = [
                 live[i].rollout.prompt_ids + live[i].rollout.completion_ids for i in sampled
             ]
-            generations = self.backend.generate(
-                contexts, [max_tokens[i] for i in sampled], self.settings
-            )
-            self.generation_calls += 1
+            try:
+                generations = self.backend.generate(
+                    contexts, [max_tokens[i] for i in sampled], self.settings
+                )
+            except GenerationServerError as exc:
+                for i in sampled:
+                    live[i].void("generation", str(exc))
+                generations = [None] * len(sampled)
+            else:
+                self.generation_calls += 1
             if len(generations) != len(sampled):
                 raise RuntimeError(
                     f"backend returned {len(generations)} generations for {len(sampled)} prompts"
@@ -637,4 +499,4 @@ class RolloutEngine(EpisodeRunner):
         for i, episode in enumerate(live):
             if episode.script is not None:
                 results[i] = self._scripted_turn(episode, max_tokens[i])
-        return results  # type: ignore[return-value]
+        return results

@@ -18,7 +18,8 @@ from typing import Any
 import gymnasium as gym
 
 from tool_envs.core.parsers.hermes import CLOSE_TAG, OPEN_TAG
-from tool_envs.rollout.engine import Rollout, RolloutConfig, RolloutEngine
+from tool_envs.rollout.config import RolloutConfig
+from tool_envs.rollout.engine import Rollout, RolloutEngine
 
 
 def gold_turns_of(tasks: Sequence[Mapping[str, Any]]) -> list[list[str] | None]:

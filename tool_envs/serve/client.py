@@ -13,6 +13,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.error import InvalidAction, ResetNeeded
 
+from tool_envs.core.chat_env import StepResult, env_keys, void_step
 from tool_envs.core.messages import Message, copy_json
 from tool_envs.core.outcome import void_info
 from tool_envs.core.spaces import AssistantTurn, ChatMessages
@@ -118,6 +119,15 @@ class RemoteEnv(gym.Env[list[Message], Any]):
     def messages(self) -> list[Message]:
         """The whole conversation so far (a copy)."""
         return copy_json(self._messages)
+
+    @property
+    def message_count(self) -> int:
+        """How many messages the conversation has (cheaper than ``len(env.messages)``)."""
+        return len(self._messages)
+
+    def messages_since(self, start: int) -> list[Message]:
+        """Copies of the messages from index ``start`` on (what a step added)."""
+        return copy_json(self._messages[start:])
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -356,18 +366,17 @@ class RemoteEnv(gym.Env[list[Message], Any]):
             # A hung peer would hold close() for close_timeout: do it off this thread.
             threading.Thread(target=_close_quietly, args=(ws,), daemon=True).start()
 
-    def _void_turn(self, detail: str) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
+    def _void_turn(self, detail: str) -> StepResult:
         self._needs_reset = True
-        # As an in-process void turn: rolled back, so turn and stats are the last answer's.
-        info = {
-            "turn": self._last_info.get("turn", 0),
-            "tool_calls": [],
-            "parse_error": None,
-            "tool_errors": [],
-            "stats": copy.deepcopy(self._last_info.get("stats", {})),
-            "reward_info": void_info("env_server", detail),
-        }
-        return [], 0.0, False, True, info
+        # As an in-process void turn: rolled back, so turn, stats and the env's own keys (its
+        # progress, say) are the last answer's.
+        last = copy.deepcopy(self._last_info)
+        return void_step(
+            last.get("turn", 0),
+            last.get("stats", {}),
+            void_info("env_server", detail),
+            extra=env_keys(last),
+        )
 
 
 def _close_quietly(ws: Any) -> None:

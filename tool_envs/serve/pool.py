@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from tool_envs.errors import EnvServerUnavailableError
+from tool_envs.registration import registered_id
 
 _TIE_BREAK = itertools.count()
 
@@ -206,3 +207,34 @@ def is_healthy(url: str, timeout: float = 1.0) -> bool:
             return json.loads(answer.read()).get("status") == "healthy"
     except (OSError, ValueError):
         return False
+
+
+def check_env_servers(
+    env_servers: Mapping[str, Any],
+    env_kwargs: Mapping[str, Any] | None = None,
+    *,
+    option: str = "env_servers",
+) -> None:
+    """Raise ValueError, naming ``option`` and the env id, unless every value of ``env_servers``
+    is a URL, a non-empty list of URLs or an :class:`EnvServerPool`, and no served env is also
+    given constructor arguments in ``env_kwargs`` (a served env's are its server's). Keys match
+    with or without Gymnasium's ``module:`` prefix. The one check of the recipes'
+    ``RolloutConfig`` and ``tool-envs eval --env-servers``."""
+    served = {registered_id(key) for key in env_kwargs or {}}
+    for env_id, urls in env_servers.items():
+        listed = urls.urls if isinstance(urls, EnvServerPool) else urls
+        listed = [listed] if isinstance(listed, str) else listed
+        if (
+            not isinstance(listed, Sequence)
+            or not listed
+            or not all(isinstance(u, str) and u for u in listed)
+        ):
+            raise ValueError(
+                f"{option}[{env_id!r}] must be a URL or a non-empty list of URLs, got {urls!r}"
+            )
+        if registered_id(env_id) in served:
+            raise ValueError(
+                f"{env_id} is served ({option}), so its constructor arguments are the server's: "
+                f"start it with `tool-envs serve {env_id} --env-kwargs '...'` instead of giving "
+                "it env_kwargs here"
+            )

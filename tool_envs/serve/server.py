@@ -54,6 +54,7 @@ from typing import Any
 import gymnasium as gym
 from pydantic import ValidationError
 
+from tool_envs.core.chat_env import chat_env
 from tool_envs.errors import EnvConfigError, MissingDependencyError, TaskRowError, ToolEnvsError
 from tool_envs.serve import protocol
 from tool_envs.serve.handshake import HandshakeLimits, guarded_protocol, one_request_per_connection
@@ -187,7 +188,7 @@ class Session:
 
     def step(self, action: Action) -> dict[str, Any]:
         env = self._env()
-        unwrapped = env.unwrapped
+        unwrapped = chat_env(env)
         before = unwrapped.message_count
         observation, reward, terminated, truncated, info = env.step(action.value)
         self.steps += 1

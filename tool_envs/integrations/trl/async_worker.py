@@ -6,11 +6,12 @@ TRL's ``RolloutWorkerProtocol``: a ``rollout_buffer`` queue of scored ``RolloutS
 plays GRPO groups of any tool_envs env (simulated users included) with the asynchronous engine
 against the trainer's vLLM server, several groups at once, and:
 
-* scores each episode with the env's reward (plus optional TRL-style reward functions) and
-  computes group advantages as TRL's own worker does: ``(r - mean) / (std + 1e-8)`` over the
-  group's scored episodes, population std;
+* scores each episode with TRL-style reward functions, summed as GRPOTrainer sums them (by
+  default ``env_reward`` alone: the env's reward), and computes group advantages as TRL's own
+  worker does: ``(r - mean) / (std + 1e-8)`` over the group's scored episodes, population std;
 * leaves void episodes out (infrastructure failed; see :mod:`tool_envs.core.outcome`): no sample,
-  counted in ``rollout/void_rate``; the rest of the group is scored among itself;
+  counted in ``rollout/void_rate``; the rest of the group is scored among itself, even in a
+  group more void than ``RolloutConfig.max_void_fraction`` (which stops a lockstep batch);
 * tags every sample with the policy version its group started under, and drops a group that is
   already more than ``max_staleness`` versions old when it finishes (``rollout/dropped_stale``);
 * runs in a spawned child process, as TRL's worker does, so env steps and tokenization never
@@ -35,8 +36,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tool_envs.integrations.trl import trl_compat
+from tool_envs.integrations.trl.rewards import env_reward
 from tool_envs.rollout.backends.base import SamplingSettings
-from tool_envs.rollout.engine import Rollout, RolloutConfig, RolloutVoidError
+from tool_envs.rollout.config import RolloutConfig
+from tool_envs.rollout.engine import Rollout, RolloutVoidError
+from tool_envs.rollout.seeds import group_seed
 
 RewardFunc = Callable[..., Sequence[float | None]]
 
@@ -52,8 +56,10 @@ class ToolEnvsRolloutWorker:
         num_generations: Episodes per group (G).
         sampling: Sampling settings (TRL's temperature, top_p, ...); stops default to EOS.
         config: Budgets, env settings, timeouts (``max_completion_length`` caps the episode).
-        reward_funcs: Extra TRL-style reward functions ``f(completions, **columns)``, added to
-            the env reward with weight 1; the columns are those of ``rollouts_to_batch``.
+        reward_funcs: TRL-style reward functions ``f(completions, **columns)`` whose sum is an
+            episode's reward, as GRPOTrainer's ``reward_funcs`` (the columns are those of
+            ``rollouts_to_batch``); default ``env_reward`` alone. A None from any of them leaves
+            the episode unscored (no advantage).
         max_staleness: Drop a finished group whose policy version is more than this behind.
         max_inflight_groups: Groups played at once.
         queue_maxsize: Bound of ``rollout_buffer`` (0: unbounded); a full buffer makes the
@@ -72,7 +78,7 @@ class ToolEnvsRolloutWorker:
         num_generations: int = 8,
         sampling: SamplingSettings | None = None,
         config: RolloutConfig | None = None,
-        reward_funcs: Sequence[RewardFunc] = (),
+        reward_funcs: Sequence[RewardFunc] = (env_reward,),
         max_staleness: int = 3,
         max_inflight_groups: int = 4,
         queue_maxsize: int = 0,
@@ -82,8 +88,11 @@ class ToolEnvsRolloutWorker:
     ):
         if num_generations < 2:
             raise ValueError(f"num_generations must be >= 2 (a group), got {num_generations}")
+        if not reward_funcs:
+            raise ValueError("reward_funcs is empty: nothing would score the episodes")
         if max_staleness < 0 or max_inflight_groups < 1:
             raise ValueError("max_staleness must be >= 0 and max_inflight_groups >= 1")
+        self.reward_funcs = list(reward_funcs)
         rows = [dict(row) for row in tasks]
         if not rows:
             raise ValueError("tasks is empty: the worker needs task rows to play")
@@ -94,7 +103,7 @@ class ToolEnvsRolloutWorker:
             "num_generations": num_generations,
             "sampling": sampling or SamplingSettings(),
             "config": config or RolloutConfig(),
-            "reward_funcs": list(reward_funcs),
+            "reward_funcs": self.reward_funcs,
             "max_staleness": max_staleness,
             "max_inflight_groups": max_inflight_groups,
             "server_model": server_model,
@@ -223,8 +232,8 @@ def _run(kwargs: dict[str, Any], buffer: Any, metrics: Any, shared: _Shared) -> 
 
 class _GroupLoop:
     def __init__(self, kwargs: dict[str, Any], buffer: Any, metrics: Any, shared: _Shared):
-        from tool_envs.rollout.async_engine import AsyncRolloutEngine
         from tool_envs.rollout.backends.vllm.server import VLLMServerBackend
+        from tool_envs.rollout.choice import make_engine
 
         tokenizer = kwargs["tokenizer"]
         if isinstance(tokenizer, str):
@@ -237,8 +246,8 @@ class _GroupLoop:
         self.shared = shared
         self.error: Exception | None = None
         self.backend = VLLMServerBackend(kwargs["url"], model=kwargs["server_model"])
-        self.engine = AsyncRolloutEngine(
-            tokenizer, self.backend, kwargs["sampling"], kwargs["config"]
+        self.engine = make_engine(
+            tokenizer, self.backend, kwargs["sampling"], kwargs["config"], kind="async"
         )
 
     async def main(self) -> None:
@@ -281,9 +290,9 @@ class _GroupLoop:
         try:
             version = self.shared.version
             size = self.kwargs["num_generations"]
-            group_seed = (self.kwargs["seed"] * 1_000_003 + group_id) % 2**31
+            seed = group_seed(self.kwargs["seed"], group_id)
             try:
-                rollouts = await self.engine.arun([row] * size, seeds=[group_seed] * size)
+                rollouts = await self.engine.arun([row] * size, seeds=[seed] * size)
             except RolloutVoidError as exc:  # a mostly void group: nothing to learn, but counted
                 rollouts = exc.rollouts
             samples, values = group_samples(
@@ -323,21 +332,18 @@ def group_samples(
     rollouts: list[Rollout],
     model_version: int,
     group_id: int,
-    reward_funcs: Sequence[RewardFunc] = (),
+    reward_funcs: Sequence[RewardFunc] = (env_reward,),
 ) -> tuple[list[Any], dict[str, float]]:
     """TRL ``RolloutSample`` s for one finished group, and the group's metrics.
 
-    Void episodes give no sample. The others are scored (env reward plus ``reward_funcs``) and
-    get TRL's group advantage over the scored ones. The sample's ``completion_mask`` is the
+    Void episodes give no sample. The others are scored (the sum of ``reward_funcs``) and get
+    TRL's group advantage over the scored ones. The sample's ``completion_mask`` is the
     episode's ``env_mask`` (env tokens are context), its ``old_log_probs`` the sampler's.
     """
     import numpy as np
 
-    from tool_envs.integrations.trl.rollout_func import (
-        episode_metrics,
-        episode_summary,
-        rollouts_to_batch,
-    )
+    from tool_envs.integrations.trl.rollout_func import rollouts_to_batch
+    from tool_envs.rollout.metrics import episode_metrics, episode_summary
 
     kept = [r for r in rollouts if not r.void]
     values = {
@@ -346,13 +352,12 @@ def group_samples(
     }
     if not kept:
         return [], values
-    rewards = np.array([r.reward for r in kept], dtype=float)
-    if reward_funcs:
-        batch = rollouts_to_batch(kept)
-        completions = [r.messages[len(r.messages) - _completion_length(r) :] for r in kept]
-        for func in reward_funcs:
-            scores = func(completions=completions, **batch)
-            rewards += np.array([np.nan if s is None else float(s) for s in scores])
+    rewards = np.zeros(len(kept), dtype=float)
+    batch = rollouts_to_batch(kept)
+    completions = [r.messages[len(r.messages) - _completion_length(r) :] for r in kept]
+    for func in reward_funcs:
+        scores = func(completions=completions, **batch)
+        rewards += np.array([np.nan if s is None else float(s) for s in scores])
     scored = ~np.isnan(rewards)
     advantages = np.zeros_like(rewards)
     if scored.any():

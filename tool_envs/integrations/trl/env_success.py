@@ -25,7 +25,7 @@ from tool_envs.integrations.trl.metrics_file import (
     resumed_checkpoint,
     start_new_run,
 )
-from tool_envs.rollout.engine import RolloutConfig
+from tool_envs.rollout.config import RolloutConfig
 
 SNAPSHOT_MEMORY_LIMIT = 1 << 30  # bytes of trainable weights 'auto' keeps in RAM; more go to disk
 

@@ -29,7 +29,7 @@ from tool_envs.registration import (
     registered_id,
     resolve_env_id,
 )
-from tool_envs.rollout.engine import RolloutConfig
+from tool_envs.rollout.config import RolloutConfig
 from tool_envs.rollout.template_check import check_chat_template
 
 gym.register_envs(tool_envs)
@@ -98,17 +98,15 @@ class TaskArguments:
 class EpisodeArguments(TaskArguments):
     """How episodes run (shared by the GRPO recipes, synchronous and asynchronous)."""
 
-    max_tokens_per_turn: int = field(default=256, metadata={"help": "Cap on one assistant turn."})
-    max_turns: int | None = field(
-        default=None, metadata={"help": "Turns per episode (env default)."}
+    max_tokens_per_turn: int = field(
+        default=256, metadata={"help": RolloutConfig.help("max_tokens_per_turn")}
     )
-    env_kwargs: str = field(default="{}", metadata={"help": 'JSON: {"env id": {kwarg: value}}.'})
+    max_turns: int | None = field(default=None, metadata={"help": RolloutConfig.help("max_turns")})
+    env_kwargs: str = field(
+        default="{}", metadata={"help": "JSON: " + RolloutConfig.help("env_kwargs")}
+    )
     env_servers: str = field(
-        default="{}",
-        metadata={
-            "help": 'JSON: {"env id": "http://127.0.0.1:8000" or [URLs]}: episodes of those envs '
-            "run on `tool-envs serve` servers (each on the least loaded live one)."
-        },
+        default="{}", metadata={"help": "JSON: " + RolloutConfig.help("env_servers")}
     )
     ray_env_servers: str = field(
         default="{}",
@@ -119,11 +117,20 @@ class EpisodeArguments(TaskArguments):
             "URLs join env_servers, and they stop when the run ends."
         },
     )
-    template_kwargs: str = field(default="{}", metadata={"help": "JSON: extra template variables."})
+    template_kwargs: str = field(
+        default="{}", metadata={"help": "JSON: " + RolloutConfig.help("template_kwargs")}
+    )
     step_timeout: float | None = field(
-        default=600.0,
+        default=600.0, metadata={"help": RolloutConfig.help("step_timeout")}
+    )
+    max_void_fraction: float = field(
+        default=0.5, metadata={"help": RolloutConfig.help("max_void_fraction")}
+    )
+    reward_funcs: list[str] = field(
+        default_factory=lambda: ["tool_envs.integrations.trl:env_reward"],
         metadata={
-            "help": "Seconds an env step may take; past it the episode is void (not trained on)."
+            "help": "Reward functions as 'module:function' or 'path/file.py:function'; an "
+            "episode's reward is their sum."
         },
     )
     no_signal_steps: int = field(
@@ -133,6 +140,10 @@ class EpisodeArguments(TaskArguments):
             "this many steps in a row, or in a whole shorter run; 0: never."
         },
     )
+
+    def reward_functions(self) -> list[Callable[..., Any]]:
+        """The ``reward_funcs`` options, imported: what both recipes score episodes with."""
+        return [import_function(spec) for spec in self.reward_funcs]
 
     def signal_watch(self) -> list[Any]:
         """The trainer callbacks that watch for a run without reward signal (none with
@@ -145,6 +156,35 @@ class EpisodeArguments(TaskArguments):
 
         return [RewardSignalWatch(self.no_signal_steps)]
 
+    def rollout_config(
+        self,
+        max_completion_length: int,
+        env_servers: Mapping[str, Any] | None = None,
+        **settings: Any,
+    ) -> RolloutConfig:
+        """The run's one :class:`RolloutConfig`, from these options (``settings``: fields no
+        option sets, e.g. the worker's ``chat_template``); a bad value is an
+        :class:`EnvConfigError` naming the field.
+
+        ``env_servers``: the run's servers (:func:`run_env_servers`: the given ones and those
+        started on Ray); default the ``env_servers`` option alone."""
+        if env_servers is None:
+            env_servers = parse_json_argument("env_servers", self.env_servers)
+        try:
+            return RolloutConfig(
+                max_completion_length=max_completion_length,
+                max_tokens_per_turn=self.max_tokens_per_turn,
+                max_turns=self.max_turns,
+                env_kwargs=parse_json_argument("env_kwargs", self.env_kwargs),
+                env_servers=env_servers,
+                template_kwargs=parse_json_argument("template_kwargs", self.template_kwargs),
+                step_timeout=self.step_timeout,
+                max_void_fraction=self.max_void_fraction,
+                **settings,
+            )
+        except ValueError as exc:  # a rule across options: one line, as for any bad input
+            raise EnvConfigError(str(exc)) from exc
+
     def check_episodes(
         self,
         tokenizer: Any,
@@ -153,30 +193,19 @@ class EpisodeArguments(TaskArguments):
         env_servers: Mapping[str, Any] | None = None,
         **settings: Any,
     ) -> RolloutConfig:
-        """Check that the episodes of ``rows`` can run (:func:`check_setup`, a line printed per
-        env) and return their :class:`RolloutConfig` (``settings``: more of its fields).
-
-        ``env_servers``: the run's servers (:func:`run_env_servers`: the given ones and those
-        started on Ray); default the ``env_servers`` option alone."""
-        env_kwargs = parse_json_argument("env_kwargs", self.env_kwargs)
-        if env_servers is None:
-            env_servers = parse_json_argument("env_servers", self.env_servers)
-        template_kwargs = parse_json_argument("template_kwargs", self.template_kwargs)
-        for line in check_setup(tokenizer, rows, env_kwargs, template_kwargs, env_servers):
+        """The run's :meth:`rollout_config`, once :func:`check_setup` found that the episodes
+        of ``rows`` can run with it (a line printed per env)."""
+        config = self.rollout_config(max_completion_length, env_servers, **settings)
+        lines = check_setup(
+            tokenizer,
+            rows,
+            config.env_kwargs,
+            config.template_kwargs,
+            config.env_servers,
+        )
+        for line in lines:
             print(line)
-        try:
-            return RolloutConfig(
-                max_completion_length=max_completion_length,
-                max_tokens_per_turn=self.max_tokens_per_turn,
-                max_turns=self.max_turns,
-                env_kwargs=env_kwargs,
-                env_servers=env_servers,
-                template_kwargs=template_kwargs,
-                step_timeout=self.step_timeout,
-                **settings,
-            )
-        except ValueError as exc:  # a rule across options: one line, as for any bad input
-            raise EnvConfigError(str(exc)) from exc
+        return config
 
 
 @contextmanager

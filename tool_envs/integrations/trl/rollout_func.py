@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from tool_envs.integrations.trl import trl_compat
 from tool_envs.integrations.trl.environment import TaskRowEnvironment
-from tool_envs.rollout.async_engine import AsyncRolloutEngine
+from tool_envs.rollout import seeds as seeding
 from tool_envs.rollout.backends.base import (
-    AsyncGenerationBackend,
     GenerationBackend,
     SamplingSettings,
 )
 from tool_envs.rollout.backends.hf import TransformersBackend
-from tool_envs.rollout.engine import EpisodeRunner, Rollout, RolloutConfig, RolloutEngine
+from tool_envs.rollout.choice import ENGINES as ENGINES
+from tool_envs.rollout.choice import make_engine
+from tool_envs.rollout.config import RolloutConfig
+from tool_envs.rollout.engine import EpisodeRunner, Rollout
+from tool_envs.rollout.metrics import episode_metrics as episode_metrics
+from tool_envs.rollout.metrics import episode_summary as episode_summary
 
 ROW_FIELDS = ("prompt", "env_id", "env_class", "reward_spec", "extra_info")
-_COUNTERS = ("tool_calls", "tool_errors", "parse_errors", "empty_responses")
-ENGINES = ("auto", "lockstep", "async")
 
 RolloutFunc = Callable[[list[Any], Any], dict[str, Any]]
 BackendFactory = Callable[[Any], GenerationBackend]
@@ -59,7 +59,7 @@ def make_rollout_func(
 
     Args:
         config: Budgets and env settings of the episodes
-            (:class:`~tool_envs.rollout.engine.RolloutConfig`: ``max_tokens_per_turn``,
+            (:class:`~tool_envs.rollout.config.RolloutConfig`: ``max_tokens_per_turn``,
             ``max_turns``, ``env_kwargs``, ``env_servers``, ``step_timeout``,
             ``max_void_fraction``, ...); the recipes build it from their arguments
             (``EpisodeArguments.check_episodes``). Its ``max_completion_length`` is replaced by
@@ -83,19 +83,16 @@ def make_rollout_func(
     With ``vllm_enable_sleep_mode`` (colocate, GPU) the engine's KV cache is woken for the
     rollouts and the engine put back to sleep after them, as TRL's own generation does.
     """
-    if rollout_engine not in ENGINES:
+    if rollout_engine not in ENGINES:  # refused now, not at the first training step
         raise ValueError(f"rollout_engine must be one of {ENGINES}, got {rollout_engine!r}")
-    fields = {f.name for f in dataclasses.fields(RolloutConfig)} - {"max_completion_length"}
-    unknown = sorted(set(settings) - fields)
-    if unknown:
+    if "max_completion_length" in settings:
         raise TypeError(
-            f"make_rollout_func() got unexpected settings {unknown}; it takes the fields of "
-            f"RolloutConfig except max_completion_length (the trainer's): {sorted(fields)}"
+            "make_rollout_func() takes no max_completion_length: the trainer's caps the episodes"
         )
     for name in ("env_kwargs", "env_servers", "template_kwargs"):  # None: none, as before
         if name in settings and settings[name] is None:
             settings[name] = {}
-    config = dataclasses.replace(config or RolloutConfig(), **settings)
+    config = (config or RolloutConfig()).replace(**settings)
     state: dict[str, EpisodeRunner] = {}
 
     def default_factory(trainer: Any) -> GenerationBackend:
@@ -160,16 +157,9 @@ def _build_engine(
     tokenizer = trainer.processing_class
     sampling = sampling_settings(args, stop_token_ids=_stop_ids(tokenizer, trainer))
     backend = backend_factory(trainer)
-    config = dataclasses.replace(config, max_completion_length=args.max_completion_length)
-    is_server = isinstance(backend, AsyncGenerationBackend)
-    if kind == "async" and not is_server:
-        raise ValueError(
-            f"rollout_engine='async' needs a continuous-batching server backend (vllm_mode="
-            f"'server'), but the backend is {type(backend).__name__}; use 'lockstep' or 'auto'"
-        )
-    if kind == "async" or (kind == "auto" and is_server):
-        return AsyncRolloutEngine(tokenizer, backend, sampling, config)
-    return RolloutEngine(tokenizer, backend, sampling, config)
+    # TRL pads and cuts completions to its own max_completion_length: the one cap there is.
+    config = config.replace(max_completion_length=args.max_completion_length)
+    return make_engine(tokenizer, backend, sampling, config, kind)
 
 
 # generation_kwargs keys the rollout engine owns (per-turn budgets, stops, logprobs, one sample
@@ -279,11 +269,11 @@ def task_rows_of(trainer: Any, prompts: list[Any]) -> list[dict[str, Any]]:
 
 
 def group_seeds(count: int, group: int, trainer: Any) -> list[int]:
-    """One seed per block of ``group`` rollouts: a GRPO group plays identical task state."""
+    """One seed per block of ``group`` rollouts (a GRPO group plays identical task state), for
+    the trainer's step and process (:func:`tool_envs.rollout.seeds.group_seeds`)."""
     step = trainer.state.global_step
     rank = trainer.accelerator.process_index
-    base = (trainer.args.seed * 1_000_003 + step * 10_007 + rank * 101) % 2**31
-    return [(base + index // group) % 2**31 for index in range(count)]
+    return seeding.group_seeds(count, group, trainer.args.seed, step=step, rank=rank)
 
 
 def rollouts_to_batch(
@@ -325,55 +315,6 @@ def rollouts_to_batch(
         "finish": [r.finish for r in rollouts],
         "outcome": [r.outcome for r in rollouts],
     }
-
-
-def episode_summary(rollout: Rollout) -> dict[str, Any]:
-    """The numbers metrics need from one rollout (small, so it can be gathered across ranks).
-
-    ``void_rate`` counts infrastructure failures; ``void/<cause>`` names them. Where a simulated
-    user is checked, ``user_fault_rate`` counts the episodes it spoiled (void too, cause
-    ``user_simulator``) and ``user_fault/<kind>`` how. Success and reward average over every
-    episode (a void one counts as 0, as it earned nothing). ``turns`` counts the policy turns
-    played, a last one cut by the token budget included: an episode truncated in its first turn
-    played one, which the env never counted (it was not stepped).
-    """
-    summary = {
-        "env": rollout.env_id.split("/")[-1],
-        "success_rate": float(rollout.success),
-        "reward": rollout.reward,
-        "turns": max(rollout.turns, len(rollout.policy_texts)),
-        "truncated_rate": float(rollout.truncated),
-        "void_rate": float(rollout.void),
-        **{name: rollout.stats.get(name, 0) for name in _COUNTERS},
-    }
-    info = rollout.reward_info or {}
-    if rollout.void:
-        summary[f"void/{info.get('void_cause', 'unknown')}"] = 1.0
-    if info.get("user_checks") or info.get("user_fault"):  # an env with a checked user
-        fault = info.get("user_fault")
-        summary["user_fault_rate"] = float(bool(fault))
-        if fault:
-            summary[f"user_fault/{fault.get('kind', 'unknown')}"] = 1.0
-    return summary
-
-
-def episode_metrics(summaries: list[dict[str, Any]]) -> dict[str, float]:
-    """Means over episode summaries, overall and, with several envs, per env."""
-    by_env: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for summary in summaries:
-        by_env[summary["env"]].append(summary)
-    metrics = _means("env", summaries)
-    if len(by_env) > 1:
-        for name, group in sorted(by_env.items()):
-            metrics.update(_means(f"env/{name}", group))
-    return metrics
-
-
-def _means(prefix: str, summaries: list[dict[str, Any]]) -> dict[str, float]:
-    """Means of each key; a key some summaries lack (a void cause) counts 0 in those."""
-    count = max(len(summaries), 1)
-    keys = dict.fromkeys(key for s in summaries for key in s if key != "env")
-    return {f"{prefix}/{key}": sum(s.get(key, 0) for s in summaries) / count for key in keys}
 
 
 def log_metrics(

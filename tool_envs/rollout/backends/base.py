@@ -12,7 +12,9 @@ per engine:
   continuous-batching server batches whatever is in flight.
 
 A server that cannot be reached or answers something unusable raises
-:class:`GenerationServerError`; the asynchronous engine voids only that episode.
+:class:`GenerationServerError`; both engines void the episodes the failed request was for
+(the lockstep engine's one call per turn is for every live episode, the asynchronous engine's
+for one) and go on with the others. Any other exception is a bug and propagates.
 
 Logprobs mean one thing on every backend: what TRL's importance-sampling correction compares the
 trainer's log-probabilities against, i.e. vLLM's ``logprobs_mode="processed_logprobs"`` (TRL
@@ -136,7 +138,9 @@ class GenerationBackend(Protocol):
       * return ``logprobs`` with the same length as ``token_ids`` when ``settings.logprobs``,
         as the module docstring defines them;
       * honour ``temperature``, ``top_p``, ``top_k``, ``min_p``, ``repetition_penalty`` and
-        ``generation_kwargs``, or reject what it cannot honour with a clear error.
+        ``generation_kwargs``, or reject what it cannot honour with a clear error;
+      * raise :class:`GenerationServerError` when a server it calls fails (the engine voids
+        the call's episodes), and nothing else for a server's failure.
 
     A backend may also have an attribute ``max_model_len: int | None``, the most tokens (prompt
     plus generation) its engine accepts; the engine then never sends a context that cannot fit
