@@ -262,3 +262,21 @@ def chat_server(replies: list[str]) -> Iterator[tuple[str, list[dict[str, Any]]]
     finally:
         server.shutdown()
         server.server_close()
+
+
+# A task an LLM might write over mcp-server-time's tools, valid as written.
+KOLKATA_TO_TOKYO = {
+    "question": "What time is it in Tokyo when it is 09:00 in Kolkata?",
+    "answer": "12:30",
+    "tool_sequence": [
+        {
+            "server": "time",
+            "tool": "convert_time",
+            "params": {
+                "source_timezone": "Asia/Kolkata",
+                "time": "09:00",
+                "target_timezone": "Asia/Tokyo",
+            },
+        }
+    ],
+}

@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp_helpers import chat_server
+from mcp_helpers import KOLKATA_TO_TOKYO, chat_server
 
 from tool_envs.data import load_tasks, validate_row
 from tool_envs.mcp.tasks import (
@@ -254,21 +254,7 @@ TIME_TOOLS = {
         },
     ]
 }
-_GOOD = {
-    "question": "What time is it in Tokyo when it is 09:00 in Kolkata?",
-    "answer": "12:30",
-    "tool_sequence": [
-        {
-            "server": "time",
-            "tool": "convert_time",
-            "params": {
-                "source_timezone": "Asia/Kolkata",
-                "time": "09:00",
-                "target_timezone": "Asia/Tokyo",
-            },
-        }
-    ],
-}
+_GOOD = KOLKATA_TO_TOKYO
 # Replies the local "model" gives, in order: good, unknown tool, unknown param, missing param,
 # wrong type, unknown server, not JSON, fenced good.
 _REPLIES = [

@@ -79,23 +79,9 @@ def step_records(folder: Path) -> list[dict]:
 def llm_tasks(tmp_path_factory):
     """Tasks an LLM wrote (a local OpenAI-compatible endpoint answering with a valid one), written
     by recipes/make_mcp_llm_tasks.py over MCP-v0's real servers' tools."""
-    from mcp_helpers import chat_server
+    from mcp_helpers import KOLKATA_TO_TOKYO, chat_server
 
-    task = {
-        "question": "What time is it in Tokyo when it is 09:00 in Kolkata? Answer HH:MM.",
-        "answer": "12:30",
-        "tool_sequence": [
-            {
-                "server": "time",
-                "tool": "convert_time",
-                "params": {
-                    "source_timezone": "Asia/Kolkata",
-                    "time": "09:00",
-                    "target_timezone": "Asia/Tokyo",
-                },
-            }
-        ],
-    }
+    task = {**KOLKATA_TO_TOKYO, "question": KOLKATA_TO_TOKYO["question"] + " Answer HH:MM."}
     out = tmp_path_factory.mktemp("llm-tasks") / "mcp-llm-tasks.jsonl"
     with chat_server([json.dumps(task)]) as (url, seen):
         stdout = run(
