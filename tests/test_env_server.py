@@ -13,6 +13,7 @@ from serve_helpers import ServerProcess
 from test_async_engine import FAMILIES, family_tasks, same_books
 
 import tool_envs
+from tool_envs.core.chat_env import ServableEnv
 from tool_envs.errors import EnvConfigError, TaskRowError
 from tool_envs.eval.runner import EvalConfig, EvalError, run_eval
 from tool_envs.rollout import (
@@ -136,16 +137,22 @@ def test_health_metadata_schema_and_task_endpoints(calculator_server):
     assert task == gym.make(CALCULATOR).unwrapped.task_splits()["train"][3]
 
 
-def test_the_cli_serves_an_env_with_its_kwargs():
+def test_the_cli_serves_an_env_with_its_kwargs_and_its_task_splits():
+    """A served env is a :class:`ServableEnv`: its own splits come from the server's task
+    routes, as the in-process env gives them."""
     with ServerProcess(CALCULATOR, "--env-kwargs", '{"max_episode_steps": 1}') as server:
         remote = RemoteEnv(server.url)
+        local = gym.make(CALCULATOR)
         try:
+            assert isinstance(remote, ServableEnv)
+            assert remote.own_task_splits() == local.unwrapped.own_task_splits()  # no session
             remote.reset(seed=0)
             _, _, terminated, truncated, _ = remote.step('<tool_call>\n{"name": "add"}')
             assert (terminated, truncated) == (False, True)  # the server's turn limit
             assert server.health()["active_sessions"] == 1
         finally:
             remote.close()
+            local.close()
 
 
 @pytest.mark.parametrize("engine_class", [RolloutEngine, AsyncRolloutEngine])

@@ -194,6 +194,24 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         self._last_info = observation["info"]
         return observation["messages"], reward, terminated, truncated, observation["info"]
 
+    def own_task_splits(self) -> dict[str, list[Mapping[str, Any]]]:
+        """The served env's own task splits, as ``env.unwrapped.own_task_splits()`` gives them
+        in-process (each row naming the id the server made its env as): read from the server's
+        task routes (``GET /<Name-vN>/splits``, then ``POST /<Name-vN>/tasks`` per split), so
+        ``--tasks`` and ``tool-envs eval`` read a served env's tasks as a local one's. Asked of
+        the session's server, else a live one.
+
+        Raises:
+            RemoteEnvError: the server has no task splits (501) or is not a server of this kind.
+            EnvServerUnavailableError: no server answered.
+        """
+        name = str(self._ask("/metadata")["name"]).rsplit("/", 1)[-1]
+        entries = self._ask(f"/{name}/splits")
+        return {
+            entry["name"]: self._ask(f"/{name}/tasks", {"split": entry["name"]})["tasks"]
+            for entry in entries
+        }
+
     def gold_turns(self, task: Mapping[str, Any]) -> list[str] | None:
         """The served env's gold turns for ``task`` (``POST /<Name-vN>/gold_turns``), as
         ``env.unwrapped.gold_turns`` gives them in-process: the gold agent and gold exports play
@@ -207,7 +225,13 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         from tool_envs.registration import registered_id
 
         name = registered_id(str(task.get("env_id", ""))).rsplit("/", 1)[-1]
-        body = protocol.dumps({"task": dict(task)}).encode()
+        return self._ask(f"/{name}/gold_turns", {"task": dict(task)})["gold_turns"]
+
+    def _ask(self, route: str, body: Mapping[str, Any] | None = None) -> Any:
+        """The JSON answer of one HTTP route (GET without ``body``, POST with it) of the
+        session's server, else of the least loaded live one; a server that cannot be reached is
+        marked dead and the next one asked."""
+        data = None if body is None else protocol.dumps(dict(body)).encode()
         failures: dict[str, str] = {}
         tried: set[str] = set()
         while True:
@@ -219,20 +243,21 @@ class RemoteEnv(gym.Env[list[Message], Any]):
                 self.pool.release(url)  # a request, not a session
             tried.add(url)
             try:
-                return self._post(f"{url}/{name}/gold_turns", body)["gold_turns"]
+                return self._http(f"{url}{route}", data)
             except OSError as exc:  # URLError, timeouts: this server cannot answer
                 failures[url] = f"cannot connect ({exc})"
                 self.pool.mark_dead(url, failures[url])
 
-    def _post(self, url: str, body: bytes) -> dict[str, Any]:
-        """One JSON POST to an HTTP route of the server; 4xx answers raise what they mean."""
+    def _http(self, url: str, body: bytes | None) -> Any:
+        """One JSON request to an HTTP route of the server; 4xx answers raise what they mean."""
         import urllib.error
         import urllib.request
 
         headers = {"Content-Type": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
-        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+        method = "GET" if body is None else "POST"
+        request = urllib.request.Request(url, data=body, headers=headers, method=method)
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # direct
         try:
             with opener.open(request, timeout=self.reset_timeout) as answer:
@@ -249,8 +274,8 @@ class RemoteEnv(gym.Env[list[Message], Any]):
                     f"{url} refused the bearer token", code=str(exc.code)
                 ) from None
             raise RemoteEnvError(
-                f"{url} answered {exc.code} ({detail}); gold turns need a `tool-envs serve` "
-                "server of this env",
+                f"{method} {url} answered {exc.code} ({detail}); task splits and gold turns need "
+                "a `tool-envs serve` server of this env",
                 code=str(exc.code),
             ) from None
 
