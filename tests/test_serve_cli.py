@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 
 import gymnasium as gym
@@ -124,3 +125,41 @@ def test_metadata_of_a_users_env_describes_it():
     assert metadata["description"] == (
         "Sums of small numbers with the calculator's tools (a user's env for this test)."
     )
+
+
+class ChatOnlyEnv(gym.Env):
+    """A chat env without task splits or gold turns: it can be played, not served."""
+
+    observation_space = action_space = gym.spaces.Discrete(1)
+    messages: list = []  # noqa: RUF012 - read-only here
+    message_count = 0
+    tools: list = []  # noqa: RUF012 - read-only here
+
+    def messages_since(self, start: int) -> list:
+        return []
+
+
+def test_an_env_that_cannot_be_served_is_named_with_what_it_lacks(capsys):
+    gym.register("userns/ChatOnly-v0", entry_point=ChatOnlyEnv)
+    code, err = serve_errors(capsys, "userns/ChatOnly-v0", "--port", "0")
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert err.startswith(
+        "tool-envs serve: error: cannot serve userns/ChatOnly-v0: ChatOnlyEnv cannot be served "
+        "(it has no own_task_splits, gold_turns): "
+    )
+    code, err = serve_errors(capsys, "CartPole-v1", "--port", "0")
+    assert "CartPoleEnv cannot be served (it has no messages, message_count," in err
+    # In a server of this process (no start-up check), the task routes say the same.
+    with EnvServer(ServeConfig("userns/ChatOnly-v0")) as server:
+        for route, body in (("splits", None), ("gold_turns", {"task": task_row()})):
+            data = None if body is None else json.dumps(body).encode()
+            request = urllib.request.Request(f"{server.url}/ChatOnly-v0/{route}", data=data)
+            with pytest.raises(urllib.error.HTTPError) as answer:
+                urllib.request.urlopen(request, timeout=10)
+            assert answer.value.code == 501
+            assert "(it has no own_task_splits, gold_turns)" in json.load(answer.value)["detail"]
+
+
+def task_row() -> dict:
+    row = gym.make(CALCULATOR).unwrapped.own_task_splits()["train"][0]
+    return {**row, "env_id": "userns/ChatOnly-v0"}

@@ -5,7 +5,8 @@ all read the same few things of an env beyond Gymnasium's ``reset`` / ``step``: 
 conversation, what a step added to it, and the tool schemas. :class:`ToolEnv
 <tool_envs.core.env.ToolEnv>` (in process) and ``RemoteEnv`` (served) both provide them, so
 code typed against :class:`ChatEnv` plays either. A server also reads the env's own task splits
-and gold turns (:class:`ServableEnv`).
+and gold turns (:class:`ServableEnv`). :func:`chat_env` and :func:`servable_env` give
+``env.unwrapped`` as one or the other, or a TypeError naming each read it lacks.
 
 The ``info`` a step returns is built by :func:`step_info` on both sides of the wire, and a void
 turn by :func:`void_step`, so a served env's void turn carries the same keys as an in-process
@@ -68,20 +69,38 @@ class ServableEnv(ChatEnv, Protocol):
         ...
 
 
+_CHAT_READS = ("messages", "message_count", "messages_since", "tools")
+_SERVED_READS = (*_CHAT_READS, "own_task_splits", "gold_turns")
+
+
 def chat_env(env: gym.Env) -> ChatEnv:
     """``env.unwrapped`` as a :class:`ChatEnv`; a TypeError naming what it lacks otherwise."""
     unwrapped = env.unwrapped
     if not isinstance(unwrapped, ChatEnv):
-        missing = [
-            name
-            for name in ("messages", "message_count", "messages_since", "tools")
-            if not hasattr(unwrapped, name)
-        ]
+        lacks = _lacks(unwrapped, _CHAT_READS, "is not a chat env")
         raise TypeError(
-            f"{type(unwrapped).__name__} is not a chat env (it has no {', '.join(missing)}): "
-            "the engines play tool_envs.core.ToolEnv subclasses and tool_envs.serve.RemoteEnv"
+            f"{lacks}: the engines play tool_envs.core.ToolEnv subclasses and "
+            "tool_envs.serve.RemoteEnv"
         )
     return unwrapped
+
+
+def servable_env(env: gym.Env) -> ServableEnv:
+    """``env.unwrapped`` as a :class:`ServableEnv`; a TypeError naming what it lacks otherwise
+    (what ``tool-envs serve`` says of an env it cannot serve)."""
+    unwrapped = env.unwrapped
+    if not isinstance(unwrapped, ServableEnv):
+        lacks = _lacks(unwrapped, _SERVED_READS, "cannot be served")
+        raise TypeError(
+            f"{lacks}: a server serves tool_envs.core.ToolEnv subclasses, or envs with every "
+            "read of tool_envs.core.chat_env.ServableEnv"
+        )
+    return unwrapped
+
+
+def _lacks(env: Any, names: Sequence[str], verdict: str) -> str:
+    missing = [name for name in names if not hasattr(env, name)]
+    return f"{type(env).__name__} {verdict} (it has no {', '.join(missing)})"
 
 
 def step_info(

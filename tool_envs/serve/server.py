@@ -54,7 +54,7 @@ from typing import Any
 import gymnasium as gym
 from pydantic import ValidationError
 
-from tool_envs.core.chat_env import chat_env
+from tool_envs.core.chat_env import ServableEnv, chat_env, servable_env
 from tool_envs.errors import EnvConfigError, MissingDependencyError, TaskRowError, ToolEnvsError
 from tool_envs.serve import protocol
 from tool_envs.serve.handshake import HandshakeLimits, guarded_protocol, one_request_per_connection
@@ -176,6 +176,12 @@ class Session:
 
     def make_env(self) -> None:
         self.env = gym.make(self.config.env_id, **dict(self.config.env_kwargs))
+        try:
+            chat_env(self.env)  # a TypeError naming what it lacks: the session's factory error
+        except TypeError:
+            self.env.close()
+            self.env = None
+            raise
 
     def reset(self, data: ResetData) -> dict[str, Any]:
         env = self._env()
@@ -183,7 +189,7 @@ class Session:
         self.episode_id = data.episode_id or uuid.uuid4().hex
         self.steps = 0
         return protocol.result(
-            protocol.observation(observation, tools=env.unwrapped.tools, info=info), None, False
+            protocol.observation(observation, tools=chat_env(env).tools, info=info), None, False
         )
 
     def step(self, action: Action) -> dict[str, Any]:
@@ -209,7 +215,7 @@ class Session:
         )
 
     def state(self) -> dict[str, Any]:
-        unwrapped = self._env().unwrapped
+        unwrapped = chat_env(self._env())
         return protocol.State(
             episode_id=self.episode_id,
             step_count=self.steps,
@@ -609,6 +615,10 @@ async def _gold_answer(tasks: _TaskSets, body: dict[str, Any]) -> Any:
     except (TaskRowError, TypeError, ValueError, AttributeError) as exc:
         return _detail(400, f"the task is not a valid row: {exc}")
     try:
+        await asyncio.to_thread(tasks.probe)
+    except TypeError as exc:  # not a ServableEnv: what it lacks
+        return _detail(501, f"{tasks.config.env_id} cannot give gold turns ({exc})")
+    try:
         turns = await asyncio.to_thread(tasks.gold_turns, row)
     except Exception as exc:  # the env cannot solve this row: the caller's row, not the server
         return _detail(422, f"gold_turns raised {type(exc).__name__}: {exc}")
@@ -642,7 +652,9 @@ def _split_entry(name: str) -> dict[str, str]:
 
 class _TaskSets:
     """What the task routes read from one probe env, made on first use and kept until the server
-    stops: the env's own splits (read once) and gold turns (asked per task row)."""
+    stops: the env's own splits (read once) and gold turns (asked per task row), through
+    :class:`~tool_envs.core.chat_env.ServableEnv` (an env lacking a read is a TypeError naming
+    it, which the routes answer with 501)."""
 
     def __init__(self, config: ServeConfig):
         self.config = config
@@ -650,15 +662,20 @@ class _TaskSets:
         self._probe: gym.Env | None = None
         self._lock = threading.Lock()
 
-    def _env(self) -> Any:
+    def probe(self) -> ServableEnv:
+        """The probe env (made now if need be); a TypeError naming what it lacks to be served."""
+        with self._lock:
+            return self._servable()
+
+    def _servable(self) -> ServableEnv:
         if self._probe is None:
             self._probe = gym.make(self.config.env_id, **dict(self.config.env_kwargs))
-        return self._probe.unwrapped
+        return servable_env(self._probe)
 
     def splits(self) -> dict[str, list[dict[str, Any]]]:
         with self._lock:
             if self._splits is None:
-                splits = self._env().own_task_splits()
+                splits = self._servable().own_task_splits()
                 self._splits = {
                     name: json.loads(protocol.dumps(list(rows))) for name, rows in splits.items()
                 }
@@ -666,7 +683,7 @@ class _TaskSets:
 
     def gold_turns(self, row: dict[str, Any]) -> list[str] | None:
         with self._lock:
-            return self._env().gold_turns(row)
+            return self._servable().gold_turns(row)
 
     def close(self) -> None:
         with self._lock:
@@ -784,7 +801,7 @@ def serve(config: ServeConfig) -> None:
     except OSError as exc:
         raise EnvConfigError(_bind_failure(config.host, config.port, exc)) from None
     try:
-        check_env_kwargs(config)  # a bad --env-kwargs fails here, once, not in every session
+        check_served_env(config)  # a bad --env-kwargs fails here, once, not in every session
     except BaseException:
         sock.close()
         raise
@@ -811,15 +828,22 @@ def serve(config: ServeConfig) -> None:
     print(f"stopped serving {config.env_id}", flush=True)
 
 
-def check_env_kwargs(config: ServeConfig) -> None:
-    """Make and close the env once; a constructor that refuses the arguments is named."""
+def check_served_env(config: ServeConfig) -> None:
+    """Make and close the env once: a constructor that refuses the arguments is named, and so
+    is each read of :class:`~tool_envs.core.chat_env.ServableEnv` the env lacks."""
     try:
-        gym.make(config.env_id, **dict(config.env_kwargs)).close()
+        env = gym.make(config.env_id, **dict(config.env_kwargs))
     except (TypeError, ValueError, ToolEnvsError, gym.error.Error) as exc:
         given = json.dumps(dict(config.env_kwargs))
         raise EnvConfigError(
             f"cannot make {config.env_id} with --env-kwargs {given}: {exc}"
         ) from exc
+    try:
+        servable_env(env)
+    except TypeError as exc:
+        raise EnvConfigError(f"cannot serve {config.env_id}: {exc}") from None
+    finally:
+        env.close()
 
 
 @contextlib.contextmanager
