@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import itertools
 import queue
+import time
 from collections import defaultdict
 
 import numpy as np
 import pytest
-from vllm_helpers import vllm_test
+from vllm_helpers import FaultProxy, vllm_test
 
 from tool_envs.calculator import default_splits
 from tool_envs.integrations.trl.async_worker import ToolEnvsRolloutWorker, group_samples
@@ -131,6 +132,37 @@ def test_groups_older_than_max_staleness_are_dropped(vllm_server, vllm_tiny_mode
     finally:
         rollouts.stop()
     assert values.get("rollout/dropped_stale", 0) > 0
+    assert rollouts.rollout_buffer.empty()
+
+
+def test_a_group_more_void_than_max_void_fraction_stops_the_worker(vllm_server, vllm_tiny_model):
+    """As a GRPO batch stops the lockstep recipe: every generation request fails (a 200 that is
+    not JSON), so each group is wholly void; the worker ends with the group's RolloutVoidError,
+    which the trainer's health check raises, and no sample of a void group is queued."""
+    proxy = FaultProxy(vllm_server.url)
+    proxy.faults.extend(["malformed"] * 10_000)
+    config = CONFIG.replace(max_void_fraction=0.5)
+    rollouts = worker(
+        vllm_server,
+        vllm_tiny_model,
+        vllm_server_url=proxy.url,
+        config=config,
+        max_inflight_groups=1,
+    )
+    rollouts.start()
+    try:
+        deadline = time.monotonic() + 300  # a bound for the old worker, which never stops
+        with pytest.raises(
+            RuntimeError,
+            match=r"RolloutVoidError: 4 of 4 episodes are void "
+            r"\(more than max_void_fraction=0\.5\): \{'generation': 4\}",
+        ):
+            while time.monotonic() < deadline:
+                rollouts.check_health(stale_after_s=600)
+                time.sleep(0.2)
+    finally:
+        rollouts.stop()
+        proxy.close()
     assert rollouts.rollout_buffer.empty()
 
 

@@ -47,7 +47,8 @@ class RolloutConfig:
             is abandoned and closed when its step returns); None waits forever.
         max_concurrent_requests: Asynchronous engine only: most generation requests in flight.
         max_void_fraction: Raise :class:`RolloutVoidError` when more than this fraction of a
-            batch's episodes are void (1.0: never).
+            batch's episodes are void (1.0: never). A batch is one engine run: the GRPO batch of
+            ``rollout_func``, one group of the asynchronous worker (which then stops).
         chat_template: Template to use instead of the tokenizer's own.
         template_kwargs: Extra template variables (e.g. ``{"enable_thinking": False}``).
         env_servers: Env id -> one or more ``tool-envs serve`` URLs: episodes of those ids run
@@ -86,7 +87,9 @@ class RolloutConfig:
         256, help="Asynchronous engine: most generation requests in flight."
     )
     max_void_fraction: float = _field(
-        0.5, help="Stop when more than this fraction of a batch's episodes are void."
+        0.5,
+        help="Stop when more than this fraction of a batch's episodes are void (a batch: the "
+        "GRPO batch, or one group of the asynchronous worker; 1.0: never).",
     )
     chat_template: str | None = _field(None, help="Chat template instead of the tokenizer's.")
     template_kwargs: Mapping[str, Any] = _field(factory=dict, help="Extra template variables.")

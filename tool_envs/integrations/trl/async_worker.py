@@ -10,8 +10,13 @@ against the trainer's vLLM server, several groups at once, and:
   default ``env_reward`` alone: the env's reward), and computes group advantages as TRL's own
   worker does: ``(r - mean) / (std + 1e-8)`` over the group's scored episodes, population std;
 * leaves void episodes out (infrastructure failed; see :mod:`tool_envs.core.outcome`): no sample,
-  counted in ``rollout/void_rate``; the rest of the group is scored among itself, even in a
-  group more void than ``RolloutConfig.max_void_fraction`` (which stops a lockstep batch);
+  counted in ``rollout/void_rate``; the rest of the group is scored among itself;
+* stops, as the lockstep engine does, when more than ``RolloutConfig.max_void_fraction`` of a
+  group's episodes are void: the group's :class:`~tool_envs.errors.RolloutVoidError` (naming
+  the fraction and the void causes) ends the worker, and the trainer's next
+  :meth:`~ToolEnvsRolloutWorker.check_health` raises with it. The group is the worker's batch,
+  as the GRPO batch is ``rollout_func``'s, so the option means the same in both recipes:
+  something is broken, and training on what is left would hide it (1.0: never stop);
 * tags every sample with the policy version its group started under, and drops a group that is
   already more than ``max_staleness`` versions old when it finishes (``rollout/dropped_stale``);
 * runs in a spawned child process, as TRL's worker does, so env steps and tokenization never
@@ -39,7 +44,7 @@ from tool_envs.integrations.trl import trl_compat
 from tool_envs.integrations.trl.rewards import env_reward
 from tool_envs.rollout.backends.base import SamplingSettings
 from tool_envs.rollout.config import RolloutConfig
-from tool_envs.rollout.engine import Rollout, RolloutVoidError
+from tool_envs.rollout.engine import Rollout
 from tool_envs.rollout.seeds import group_seed
 
 RewardFunc = Callable[..., Sequence[float | None]]
@@ -55,7 +60,8 @@ class ToolEnvsRolloutWorker:
         vllm_server_url: The trainer's vLLM server (``AsyncGRPOConfig.vllm_server_base_url``).
         num_generations: Episodes per group (G).
         sampling: Sampling settings (TRL's temperature, top_p, ...); stops default to EOS.
-        config: Budgets, env settings, timeouts (``max_completion_length`` caps the episode).
+        config: Budgets, env settings, timeouts (``max_completion_length`` caps the episode);
+            a group more void than its ``max_void_fraction`` stops the worker.
         reward_funcs: TRL-style reward functions ``f(completions, **columns)`` whose sum is an
             episode's reward, as GRPOTrainer's ``reward_funcs`` (the columns are those of
             ``rollouts_to_batch``); default ``env_reward`` alone. A None from any of them leaves
@@ -291,10 +297,8 @@ class _GroupLoop:
             version = self.shared.version
             size = self.kwargs["num_generations"]
             seed = group_seed(self.kwargs["seed"], group_id)
-            try:
-                rollouts = await self.engine.arun([row] * size, seeds=[seed] * size)
-            except RolloutVoidError as exc:  # a mostly void group: nothing to learn, but counted
-                rollouts = exc.rollouts
+            # A group more void than max_void_fraction raises RolloutVoidError: the worker ends.
+            rollouts = await self.engine.arun([row] * size, seeds=[seed] * size)
             samples, values = group_samples(
                 rollouts, version, group_id, self.kwargs["reward_funcs"]
             )
