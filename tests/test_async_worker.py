@@ -135,6 +135,8 @@ def test_groups_older_than_max_staleness_are_dropped(vllm_server, vllm_tiny_mode
     assert rollouts.rollout_buffer.empty()
 
 
+# The in-process runner thread ends by raising the group's error (as a spawned one would exit).
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_group_more_void_than_max_void_fraction_stops_the_worker(vllm_server, vllm_tiny_model):
     """As a GRPO batch stops the lockstep recipe: every generation request fails (a 200 that is
     not JSON), so each group is wholly void; the worker ends with the group's RolloutVoidError,
