@@ -18,7 +18,7 @@ ROOT = Path(tool_envs.__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 pytestmark = pytest.mark.skipif(
-    not LINT_IMPORTS.exists(), reason="import-linter is in the dev extra"
+    not LINT_IMPORTS.exists(), reason="import-linter (the dev extra) is not installed"
 )
 
 

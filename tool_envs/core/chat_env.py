@@ -75,32 +75,38 @@ _SERVED_READS = (*_CHAT_READS, "own_task_splits", "gold_turns")
 
 def chat_env(env: gym.Env) -> ChatEnv:
     """``env.unwrapped`` as a :class:`ChatEnv`; a TypeError naming what it lacks otherwise."""
-    unwrapped = env.unwrapped
-    if not isinstance(unwrapped, ChatEnv):
-        lacks = _lacks(unwrapped, _CHAT_READS, "is not a chat env")
-        raise TypeError(
-            f"{lacks}: the engines play tool_envs.core.ToolEnv subclasses and "
-            "tool_envs.serve.RemoteEnv"
-        )
-    return unwrapped
+    return _as_protocol(
+        env,
+        ChatEnv,
+        _CHAT_READS,
+        "is not a chat env",
+        "the engines play tool_envs.core.ToolEnv subclasses and tool_envs.serve.RemoteEnv",
+    )
 
 
 def servable_env(env: gym.Env) -> ServableEnv:
     """``env.unwrapped`` as a :class:`ServableEnv`; a TypeError naming what it lacks otherwise
     (what ``tool-envs serve`` says of an env it cannot serve)."""
+    return _as_protocol(
+        env,
+        ServableEnv,
+        _SERVED_READS,
+        "cannot be served",
+        "a server serves tool_envs.core.ToolEnv subclasses, or envs with every read of "
+        "tool_envs.core.chat_env.ServableEnv",
+    )
+
+
+def _as_protocol(
+    env: gym.Env, protocol: type, reads: Sequence[str], verdict: str, hint: str
+) -> Any:
     unwrapped = env.unwrapped
-    if not isinstance(unwrapped, ServableEnv):
-        lacks = _lacks(unwrapped, _SERVED_READS, "cannot be served")
+    if not isinstance(unwrapped, protocol):
+        missing = [name for name in reads if not hasattr(unwrapped, name)]
         raise TypeError(
-            f"{lacks}: a server serves tool_envs.core.ToolEnv subclasses, or envs with every "
-            "read of tool_envs.core.chat_env.ServableEnv"
+            f"{type(unwrapped).__name__} {verdict} (it has no {', '.join(missing)}): {hint}"
         )
     return unwrapped
-
-
-def _lacks(env: Any, names: Sequence[str], verdict: str) -> str:
-    missing = [name for name in names if not hasattr(env, name)]
-    return f"{type(env).__name__} {verdict} (it has no {', '.join(missing)})"
 
 
 def step_info(

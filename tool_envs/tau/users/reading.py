@@ -795,10 +795,9 @@ def _which_one(before: list[str], vocabulary: Vocabulary, known: int) -> list[st
     it names, else the last field whose noun an earlier sentence names ("two pending orders
     ... Which one is it?")."""
     if before:
-        nouns = [
-            (not hit.group(0).lower().endswith("s"), hit.start(), rank, w.field)
-            for rank, w in enumerate(vocabulary)  # the user's own fields first
-            if w.nouns is not None and (hit := w.nouns.search(before[-1]))
+        nouns = [  # the user's own fields first (lower rank)
+            (not hit.group(0).lower().endswith("s"), hit.start(), rank, field)
+            for hit, rank, field in _named_nouns(before[-1], vocabulary)
         ]
         if nouns:
             return [min(nouns)[3]]  # the first thing named, things before one
@@ -806,10 +805,19 @@ def _which_one(before: list[str], vocabulary: Vocabulary, known: int) -> list[st
         if named:
             return [field for field, _ in named]
     for sentence in reversed(before):
-        for words in vocabulary:
-            if words.nouns is not None and words.nouns.search(sentence):
-                return [words.field]
+        named = _named_nouns(sentence, vocabulary)
+        if named:
+            return [named[0][2]]
     return []
+
+
+def _named_nouns(text: str, vocabulary: Vocabulary) -> list[tuple[re.Match[str], int, str]]:
+    """(where, rank, field) of each field whose noun ``text`` names, in vocabulary order."""
+    return [
+        (hit, rank, words.field)
+        for rank, words in enumerate(vocabulary)
+        if words.nouns is not None and (hit := words.nouns.search(text))
+    ]
 
 
 _ASKING_FOR = re.compile(
@@ -827,9 +835,7 @@ def _asked_by_noun(sentence: str, vocabulary: Vocabulary) -> str | None:
     for match in _ASKING_FOR.finditer(sentence):
         window = match.group(1)
         found = [
-            (hit.start(), rank, words.field)
-            for rank, words in enumerate(vocabulary)
-            if words.nouns is not None and (hit := words.nouns.search(window))
+            (hit.start(), rank, field) for hit, rank, field in _named_nouns(window, vocabulary)
         ]
         if found:
             return min(found)[2]
@@ -872,11 +878,7 @@ def _pending_choice(text: str, vocabulary: Vocabulary, known: int) -> list[str]:
     user's own choice fields, the one whose noun the message names first, else the first in
     :data:`CHOICE_FIELDS` order."""
     own = [words for words in vocabulary[:known] if words.field in CHOICE_FIELDS]
-    named = [
-        (hit.start(), words.field)
-        for words in own
-        if words.nouns is not None and (hit := words.nouns.search(text))
-    ]
+    named = [(hit.start(), field) for hit, _, field in _named_nouns(text, own)]
     if named:
         return [min(named)[1]]
     fields = sorted((words.field for words in own), key=CHOICE_FIELDS.index)
