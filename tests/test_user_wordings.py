@@ -19,17 +19,24 @@ import gymnasium as gym
 import pytest
 
 import tool_envs
+from tool_envs.tau.users.acts import WORDINGS
 from tool_envs.tau.users.base import STOP
 
 gym.register_envs(tool_envs)
 
-SUITES = Path(__file__).parent / "data" / "user_wordings"
+HELD_BACK_SUITES = Path(__file__).parent / "data" / "user_wordings"
 TARGET = 0.99
 TAU2_ENVS = {"Tau2Retail", "Tau2Airline", "Tau2Telecom"}
 
 
+def suite_path(name: str) -> Path:
+    """A wording file: those the act classifier learns from ship with the package."""
+    shipped = WORDINGS / f"{name}.jsonl"
+    return shipped if shipped.exists() else HELD_BACK_SUITES / f"{name}.jsonl"
+
+
 def load_suite(name: str) -> list[dict]:
-    with open(SUITES / f"{name}.jsonl") as lines:
+    with open(suite_path(name)) as lines:
         return [json.loads(line) for line in lines if line.strip()]
 
 
@@ -119,7 +126,7 @@ def player():
     player.close()
 
 
-SUITE_NAMES = ["tuned", *(path.stem for path in sorted(SUITES.glob("heldout_*.jsonl")))]
+SUITE_NAMES = ["tuned", *(path.stem for path in sorted(WORDINGS.glob("heldout_*.jsonl")))]
 
 
 @pytest.mark.parametrize("suite", SUITE_NAMES)
@@ -132,7 +139,7 @@ def test_the_scripted_user_reads_at_least_99_percent_of_each_suite_right(player,
     assert accuracy >= TARGET, "\n".join(failures)
 
 
-HELD_BACK = [path.stem for path in sorted(SUITES.glob("heldback_*.jsonl"))]
+HELD_BACK = [path.stem for path in sorted(HELD_BACK_SUITES.glob("heldback_*.jsonl"))]
 
 
 @pytest.mark.parametrize("suite", HELD_BACK)
@@ -145,3 +152,34 @@ def test_on_wordings_never_tuned_on_the_user_is_mostly_right_and_almost_never_le
     print(f"{suite}: {accuracy:.4f} of {len(cases)} right, {len(wrongly_ended)} wrongly ended")
     assert accuracy >= 0.90, "\n".join(failures)
     assert len(wrongly_ended) <= 0.01 * len(cases), "\n".join(wrongly_ended)
+
+
+# -- the act classifier --------------------------------------------------------------------------
+
+
+def test_a_wording_without_a_known_act_is_refused_naming_its_line(tmp_path):
+    from tool_envs.tau.users.acts import load_wordings
+
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"message": "Your email?", "act": "ask"}\n{"message": "Hi", "act": "hello"}\n')
+    with pytest.raises(ValueError, match=r"bad\.jsonl:2: .*'hello'"):
+        load_wordings([path])
+
+
+def test_the_act_is_learned_and_the_fields_are_the_rules(player):
+    """An ask the rules alone read as nothing (a hedged request with no request cue) is read as
+    an ask by the classifier, and the fields come from the rules' words."""
+    from tool_envs.tau.users.acts import read_turn
+    from tool_envs.tau.users.reading import read_message
+
+    env = player.env("TauRetail")
+    env.reset(options={"task": player.tasks[("TauRetail", "retail-test-0022")]})
+    user = env.user
+    message = "I was hoping you might be so kind as to share the email address on your account."
+    vocabulary, known = user._vocabulary, len(user._known)
+    assert read_message(message, vocabulary, known).asked == ()  # the rules alone miss it
+    act, reading = read_turn(message, vocabulary, known)
+    assert (act, reading.asked) == ("ask", ("email",))
+    assert user.reply(message).startswith("My email is")
+    act, reading = read_turn("Your order has been cancelled. Goodbye!", vocabulary, known)
+    assert act == "end" and reading.ends and not reading.asked

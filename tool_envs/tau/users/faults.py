@@ -43,13 +43,8 @@ from typing import Any
 
 from tool_envs.core.outcome import void_info
 from tool_envs.tau.task import UserScenario
-from tool_envs.tau.users.reading import (
-    FieldWords,
-    Reading,
-    read_message,
-    requests_to_act,
-    vocabulary,
-)
+from tool_envs.tau.users.acts import read_turn
+from tool_envs.tau.users.reading import FieldWords, Reading, requests_to_act, vocabulary
 
 __all__ = [
     "FAULT_KINDS",
@@ -423,7 +418,8 @@ class UserFaultCheck:
         return f"the user ended the chat after the agent asked for {what}, unfinished{progress}"
 
     def _read(self, agent_message: str) -> Reading:
-        return read_message(agent_message, self._vocabulary, known=len(self._known))
+        """The agent's message read as the scripted user reads it (the act classified)."""
+        return read_turn(agent_message, self._vocabulary, known=len(self._known))[1]
 
     def _new_known(self, asked: Sequence[str], turn: _Turn) -> list[str]:
         """Known fields asked whose value the user has not said yet."""

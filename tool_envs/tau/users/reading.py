@@ -155,7 +155,8 @@ DEFAULT_KEYWORDS: dict[str, tuple[str, ...]] = {
                        "which booking", "reservation you", "booking you", "reservation code",
                        "booking code", "confirmation code"),
     "payment_method": ("payment method", "pay with", "payment", "refund to", "like to pay",
-                       "refunded to", "pay the difference", "which card"),
+                       "refunded to", "pay the difference", "which card", "refund on",
+                       "original card"),
 }  # fmt: skip
 IDENTITY_FIELDS = frozenset(
     {
@@ -212,7 +213,8 @@ _CASUAL_WORDS = {
     "acct": "account", "cant": "can't", "wont": "won't", "dont": "don't", "couldnt": "couldn't",
     "didnt": "didn't", "isnt": "isn't", "wich": "which", "wat": "what", "adress": "address",
     "acount": "account", "verifcation": "verification", "childs": "child's",
-    "recieve": "receive", "reciept": "receipt",
+    "recieve": "receive", "reciept": "receipt", "r": "are", "res": "reservation",
+    "resv": "reservation",
 }  # fmt: skip
 _CASUAL = re.compile(r"\b(?:" + "|".join(_CASUAL_WORDS) + r")\b", re.I)
 
@@ -279,7 +281,7 @@ _REQUEST_CUES = re.compile(
     r"|^\W*(?:your|the|just\s+the)\b[^.?]*\b(?:will\s+do|is\s+enough|works|is\s+fine|would\s+be"
     r"\s+(?:great|perfect|enough|helpful))\W*$"
     # "let me know when it's done"; "please turn off airplane mode" (not "please note ...")
-    r"|\blet\s+(?:me|us)\s+know\b|^\W*(?:\w+[,!]\s+)*please\s+(?!note|allow|wait|hold|be\s+aware"
+    r"|\blet\s+(?:me|us)\s+know\b|^\W*(?:\w+[,!]?\s+){0,3}please\s+(?!note|allow|wait|hold|be\s+aware"
     r"|expect|keep|bear|stand|stay|remain|accept|feel|don't|do\s+not|contact|reach|visit|arrive"
     r"|bring|remember|review|note"
     r"|make\s+sure|have|enjoy|check\s+your\s+(?:email|inbox))\w+",
@@ -294,13 +296,18 @@ _CONFIRMATION = re.compile(
     r"|transfer|refund|return|exchange|issue|add|remove|send|finali[sz]e|complete|switch|order"
     r"|upgrade|downgrade|enable|disable|suspend|resume|pay|charge|request|set)\b"
     r"|\b(?:do|would)\s+you\s+(?:approve|agree|authori[sz]e|accept|confirm)\b|\bare\s+you\s+sure\b"
-    r"|\b(?:do|would)\s+you\s+(?:want|wish|like)\s+that\s+(?:i|we)\b"
+    r"|\b(?:(?:do|would)\s+)?you\s+(?:want|wish|like)\s+that\s+(?:i|we)\b"
+    r"|(?:^|[.,;]\s*)\W*(?:so\s+|then\s+|now\s+)?(?:i|we)\s+(?:now\s+)?(?:proceed|go\s+ahead"
+    r"|do\s+(?:it|this|that)|continue|cancel|book|change|send|process|submit|make|transfer"
+    r"|refund|apply|place|file|reschedule|move|update|add|remove)\b[^.!?]*\?"
     r"|\b(?:do|would)\s+you\s+(?:want|wish|like)\s+to\s+be\s+(?:transferred|connected|refunded"
     r"|rebooked|moved|put\s+through)\b"
     r"|^\W*confirm\s+(?:to\s+)?(?:update|change|cancel|book|add|remove|return|exchange|refund"
     r"|upgrade|transfer|modify|submit|file|process|place|buy|purchase)\b"
     r"|\b(?:would|do)\s+you\s+(?:like|want)\s+(?:that|this|it)\s*\?"
-    r"|\b(?:ok(?:ay)?|alright|all\s+right|fine)\s+(?:for\s+(?:me|us)\s+to|to|if\s+(?:i|we))\b[^.!]*\?"
+    r"|\b(?:ok(?:ay)?|alright|all\s+right|fine|good)\s+(?:for\s+(?:me|us)\s+to|to|if\s+(?:i|we))\b[^.!]*\?"
+    r"|^\W*(?:\w+[,.]?\s+){0,2}(?:ok(?:ay)?|good|fine|alright)\s+to\s+(?:go\s+ahead|proceed|book"
+    r"|cancel|continue|submit|do\s+it|confirm)\W*$"
     r"|\b(?:do|would)\s+you\s+(?:still\s+)?(?:want|like|wish)\s+(?:to\s+)?(?:proceed|go\s+ahead"
     r"|continue|cancel|confirm|book|make|change|return|exchange|file|submit|upgrade|add|move"
     r"|switch|buy|purchase|pay|complete|place|do\s+that|do\s+this|keep)\b"
@@ -402,7 +409,9 @@ _NEGATED = re.compile(
 # A trailing clause of purpose or time: "I need your email before I can change the shipping
 # address" does not ask for the address.
 _TRAILING_CLAUSE = re.compile(
-    r"\b(?:before|once|after|until|so\s+that|so\s+i\s+can|in\s+order\s+to)\b[^,;?.!:]*", re.I
+    r"\b(?:before|once|after|until|so\s+that|so\s+i\s+can|in\s+order\s+to"
+    r"|where\s+(?:the|your|my))\b[^,;?.!:]*",
+    re.I,
 )
 # A value right after a field's words states it ("under user ID mia_li_3668", "order #W123").
 _STATED_VALUE = re.compile(
@@ -480,7 +489,7 @@ _CANNOT_HELP = re.compile(
 )
 _TRANSFER = re.compile(
     r"\btransfer\w*\b.{0,60}\b(?:human|agent|representative|specialist|colleague|team"
-    r"|department|supervisor|someone|person|staff|nurse|clinician)\b|\b(?:human|live)\s+agent\b"
+    r"|department|supervisor|someone|person|staff|nurse|clinician|support|desk)\b|\b(?:human|live)\s+agent\b"
     r"|\bconnect\w*\s+you\s+(?:to|with)\b|\bhand\w*\s+you\s+(?:over|off)\b|\bescalat\w+\b",
     re.I,
 )
@@ -508,6 +517,7 @@ _REPORT = re.compile(
 # A fact stated about the task's things ("Your order is pending.", "Their next visit is on
 # Friday.", "Cancelled."), not a social sentence ("That's no problem.", "This is Sam from ...").
 _TELEGRAPHIC_REPORT = re.compile(
+    r"^\W*\w+\s*:\s*(?:success(?:ful)?|ok|done|completed?|initiated|confirmed|true)\W*$|"
     r"^\W*[\w#-]+(?:\s+[\w#-]+){0,3}\s+(?:submitted|cancell?ed|booked|refunded|processed|updated"
     r"|changed|filed|scheduled|rescheduled|added|removed|placed|issued|approved)\b(?![^.!]*\?)",
     re.I,
@@ -558,10 +568,11 @@ def _is_request(sentence: str) -> bool:
         return True
     if _STEPS.match(sentence):  # "To fix: Settings -> Mobile network; ..." lists what to do
         return True
-    # A question typed without its mark: "why cancel", "pay the fee with which card".
-    words = sentence.split()
-    return bool(_WH_ANYWHERE.search(sentence)) and (
-        len(words) <= 8 or bool(_WH_LAST.search(sentence))
+    # A question typed without its mark: "why cancel", "pay the fee with which card", "that
+    # order has 4 things - which items are you exchanging".
+    last_clause = re.split(r"\s+[-\u2013\u2014]\s+", sentence)[-1]
+    return bool(_WH_ANYWHERE.search(last_clause)) and (
+        len(last_clause.split()) <= 8 or bool(_WH_LAST.search(last_clause))
     )
 
 
@@ -596,11 +607,18 @@ _FILLER = re.compile(
 )
 
 
+# A label that says the details after it are wanted: "Required: user_id, reservation_id".
+_WANTED_LABEL = re.compile(
+    r"^\W*(?:[\w ]{1,30}\s+)?(?:requires?|required|needed|missing)\s*:", re.I
+)
+
+
 def _is_fragment(sentence: str, spans: list[tuple[int, int]]) -> bool:
-    """A sentence that only names details ("Email address and zip code.")."""
+    """A sentence that only names details ("Email address and zip code.", "Required: email")."""
     if not spans:
         return False
-    rest, last = [], 0
+    label = _WANTED_LABEL.match(sentence)
+    rest, last = [], label.end() if label else 0
     for start, end in sorted(spans):
         rest.append(sentence[last:start])
         last = max(last, end)
@@ -689,7 +707,9 @@ def _drop_examples(
 # A relative clause after a field describes it: "the order ID you'd like to change the payment
 # for" asks for the order id, not the payment method.
 _RELATIVE = re.compile(
-    r"^\s+(?:that\s+|which\s+)?(?:you|you'd|you'll|you're|you\s+would|you\s+want|we)\b", re.I
+    r"^\s+(?:that\s+|which\s+)?(?:you|you'd|you'll|you're|you\s+would|you\s+want|we)\b"
+    r"|^\s+(?:(?:for|of|in|from)\s+the\s+\w+\s+)?(?:where|whose|containing|including)\b",
+    re.I,
 )
 
 
@@ -867,7 +887,8 @@ _CHOICE_QUESTION = re.compile(
 _IDENTIFIED = ("current_appointment", "claim_visit")
 _IDENTIFYING = ("preferred_doctor", "preferred_date", "preferred_time", "new_time")
 _NEW_DETAIL = re.compile(
-    r"\b(?:new|instead|prefer(?:red)?|move\s+(?:it\s+|this\s+|that\s+)?to|reschedule\s+"
+    r"\b(?:new|instead|prefer(?:red)?|mov(?:e|ed|ing)\s+(?:it\s+|this\s+|that\s+)?to"
+    r"|work\s+better|reschedule\s+"
     r"(?:it\s+)?(?:to|for)|change\s+it\s+to)\b",
     re.I,
 )
@@ -894,9 +915,14 @@ def _asked_in_confirmation(sentence: str, spans: list[tuple[int, int]]) -> bool:
     )
 
 
-def read_message(text: str, vocabulary: Vocabulary, known: int | None = None) -> Reading:
+def read_message(
+    text: str, vocabulary: Vocabulary, known: int | None = None, *, asking: bool = False
+) -> Reading:
     """Read one agent message against the fields a user can be asked for; the first ``known``
-    fields of ``vocabulary`` (default: all) are the user's own and claim shared words first."""
+    fields of ``vocabulary`` (default: all) are the user's own and claim shared words first.
+
+    With ``asking`` every sentence is read as a request (the message is known to ask: see
+    :func:`~tool_envs.tau.users.acts.read_turn`), so the fields it names are asked."""
     known = len(vocabulary) if known is None else known
     asked: dict[str, None] = {}
     fragments: dict[str, None] = {}  # details named alone ("Email and zip code.")
@@ -911,12 +937,12 @@ def read_message(text: str, vocabulary: Vocabulary, known: int | None = None) ->
         body = sentence[lead.end() :] if lead else sentence
         named = _field_spans(_TRAILING_CLAUSE.sub(_blank_unless_asking, body), vocabulary, known)
         spans = [span for _, hits in named for span in hits]
-        is_request = _is_request(sentence) or bool(lead and _is_request(body))
+        is_request = asking or _is_request(sentence) or bool(lead and _is_request(body))
         holding = _HOLDING.search(sentence)
         opens_holding = holding is not None and not sentence[: holding.start()].strip()
         if is_request and "?" not in sentence and opens_holding:
             is_request = False  # "Let me check which flights are available, one moment."
-        is_confirmation = _is_confirmation(sentence)
+        is_confirmation = not asking and _is_confirmation(sentence)
         if (
             named
             and (_OWN_CHOICE.search(sentence) or _YES_NO_ONLY.search(sentence))
@@ -1025,16 +1051,18 @@ def requests_to_act(text: str) -> str:
 _DO_SOMETHING = re.compile(
     rf"^\W*{_LABEL}{_LEAD_IN}(?:let'?s|try|restart|reboot|turn|switch|toggle|go|open|tap|check|look"
     r"|disable|enable|reset|remove|take|insert|reinsert|hold|press|power|swipe|navigate|select"
-    r"|set|change|flip|head|make\s+sure|put)\b",
+    r"|set|change|flip|head|make\s+sure|put|activate|deactivate|reconnect|connect|disconnect)\b",
     re.I,
 )
 _PLEASE_DO = re.compile(
     r"\bplease\s+(?:go|turn|switch|toggle|restart|reboot|open|tap|enable|disable|reset|check|try"
-    r"|remove|insert|set|change|flip|navigate|make\s+sure|hold|press|power)\b",
+    r"|remove|insert|set|change|flip|navigate|make\s+sure|hold|press|power|activate|deactivate"
+    r"|reconnect|connect|disconnect)\b",
     re.I,
 )
 _DO_IT = re.compile(
-    r"\b(?:turn|switch|toggle|restart|reboot|disable|enable|reset)\s+(?:it|them|that|your|the)\b",
+    r"\b(?:turn|switch|toggle|restart|reboot|disable|enable|reset|activate|deactivate)\s+"
+    r"(?:it|them|that|your|the)\b",
     re.I,
 )
 _REFERS_BACK = re.compile(r"\b(?:it|them|that|this|those)\b", re.I)

@@ -41,13 +41,13 @@ from collections.abc import Iterable, Mapping
 
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.tau.task import UserAction, UserScenario
+from tool_envs.tau.users.acts import Act, read_turn
 from tool_envs.tau.users.base import STOP, DeviceTools, UserSimulator, UserUsage
 from tool_envs.tau.users.reading import (
     DEFAULT_KEYWORDS,
     IDENTITY_FIELDS,
     FieldWords,
     Reading,
-    read_message,
     requests_to_act,
     vocabulary,
 )
@@ -56,6 +56,8 @@ __all__ = ["DEFAULT_KEYWORDS", "IDENTITY_FIELDS", "PATIENCE", "ScriptedUser"]
 
 PATIENCE = 3
 """Messages in a row the user cannot answer before it concludes the agent cannot help."""
+
+_MAY_ACT = ("device", "ask", "open")
 
 
 class ScriptedUser(UserSimulator):
@@ -100,7 +102,17 @@ class ScriptedUser(UserSimulator):
 
     def read(self, agent_message: str) -> Reading:
         """What ``agent_message`` asks of this user (its scenario's fields, known ones first)."""
-        return read_message(agent_message, self._vocabulary, known=len(self._known))
+        return self.read_turn(agent_message)[1]
+
+    def read_turn(self, agent_message: str) -> tuple[Act, Reading]:
+        """The act ``agent_message`` asks of this user and what it asks for
+        (:func:`~tool_envs.tau.users.acts.read_turn`)."""
+        return read_turn(
+            agent_message,
+            self._vocabulary,
+            known=len(self._known),
+            device=self._device is not None,
+        )
 
     def wanted(self, reading: Reading) -> tuple[list[str], list[str]]:
         """The fields a message asks for that the user knows, and those it does not."""
@@ -111,10 +123,12 @@ class ScriptedUser(UserSimulator):
     def reply(self, agent_message: str) -> str:
         if self._scenario is None:
             raise RuntimeError("call start() before reply()")
-        done = self._act_on_device(agent_message)
+        act, reading = self.read_turn(agent_message)
+        # A request the rules see to act on the device is done unless the message is read as an
+        # approval, a report or a goodbye ("Please make payment now" is an action, not a field).
+        done = self._act_on_device(agent_message, loose=act == "device") if act in _MAY_ACT else ""
         if done:
             return done
-        reading = self.read(agent_message)
         known = dict(self._known)
         asked_fields, unknown = self.wanted(reading)
         asked = [(field, known[field]) for field in asked_fields]
@@ -180,7 +194,7 @@ class ScriptedUser(UserSimulator):
             return f"I don't think you can help me with this. Goodbye. {STOP}"
         return answer
 
-    def _act_on_device(self, agent_message: str) -> str:
+    def _act_on_device(self, agent_message: str, loose: bool = False) -> str:
         """Do every pending device action the message asks for; describe what happened.
 
         A state-changing action is used up once it succeeds (a failed one, asked for too early,
@@ -195,6 +209,9 @@ class ScriptedUser(UserSimulator):
         for action in self._pending_actions:
             if action.matches(requests) and action not in asked:
                 asked.append(action)
+        if loose and not asked:  # asked for an action in words the request rules do not see
+            asked = [action for action in self._pending_actions if action.matches(agent_message)]
+            asked = [a for i, a in enumerate(asked) if a not in asked[:i]][:1]
         for action in asked:
             outcome = self._device.call(ToolCall(action.name, dict(action.arguments)))
             if outcome.error is None and self._device.toolset[action.name].writes:

@@ -47,6 +47,7 @@ USER_KEYWORDS: dict[str, tuple[str, ...]] = {
         "what should i change",
         "which option",
         "what option",
+        "modification",
     ),
     "new_items": (
         "new item",
@@ -71,6 +72,9 @@ USER_KEYWORDS: dict[str, tuple[str, ...]] = {
         "what's missing",
         "which part",
         "how many",
+        "not receive",
+        "didn't receive",
+        "missing from",
     ),
     "issue": (
         "what happened",

@@ -43,6 +43,8 @@ DOMAIN = TASKS.make_domain(
             "your number",
             "which line",
             "which number",
+            "what #",
+            "which #",
             "number of the line",
             "line number",
             "number on the account",
