@@ -45,7 +45,7 @@ def gold_conversations(model: Path, out: Path, count: int) -> list[dict[str, lis
     from transformers import AutoTokenizer
 
     from tool_envs.data import load_tasks
-    from tool_envs.rollout import RolloutConfig, RolloutEngine
+    from tool_envs.rollout import RolloutConfig
     from tool_envs.rollout.sft import gold_sft_rows
 
     family = FAMILIES["tau-retail"]
@@ -55,8 +55,7 @@ def gold_conversations(model: Path, out: Path, count: int) -> list[dict[str, lis
         max_completion_length=family.max_completion_length,
         max_tokens_per_turn=family.max_tokens_per_turn,
     )
-    with RolloutEngine(AutoTokenizer.from_pretrained(model), None, config=config) as engine:
-        return gold_sft_rows(engine, tasks)
+    return gold_sft_rows(AutoTokenizer.from_pretrained(model), tasks, config)
 
 
 def pass_fn(model: torch.nn.Module, head_at_policy: bool, bf16: bool) -> Callable:

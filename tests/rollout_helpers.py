@@ -19,15 +19,14 @@ def tau_gold_rows(count: int, **options):
     import gymnasium as gym
 
     import tool_envs
-    from tool_envs.rollout import RolloutConfig, RolloutEngine, gold_sft_rows
+    from tool_envs.rollout import RolloutConfig, gold_sft_rows
     from tool_envs.tiny_models import env_texts
 
     gym.register_envs(tool_envs)
     tokenizer = build_tokenizer(env_texts("tool_envs/TauRetail-v0", limit=50), vocab_size=1024)
     tasks = gym.make("tool_envs/TauRetail-v0").unwrapped.task_splits()["test"][:count]
     config = RolloutConfig(max_completion_length=8192, max_tokens_per_turn=4096)
-    with RolloutEngine(tokenizer, None, config=config) as engine:
-        return tokenizer, tasks, gold_sft_rows(engine, tasks, **options)
+    return tokenizer, tasks, gold_sft_rows(tokenizer, tasks, config, **options)
 
 
 def tiny_tokenizer_and_model(seed: int = 0):

@@ -7,7 +7,14 @@ import pytest
 from rollout_helpers import ReplayBackend, tiny_tokenizer_and_model
 
 import tool_envs
-from tool_envs.rollout import AsyncRolloutEngine, RolloutConfig, RolloutEngine, RolloutVoidError
+from tool_envs.rollout import (
+    AsyncRolloutEngine,
+    Policy,
+    RolloutConfig,
+    RolloutEngine,
+    RolloutVoidError,
+    play,
+)
 from tool_envs.rollout.engine import Rollout
 
 gym.register_envs(tool_envs)
@@ -188,13 +195,12 @@ def test_a_batch_that_is_mostly_void_raises_with_every_rollout_kept(tokenizer):
             raise OSError("sandbox could not start")
 
     config = RolloutConfig(env_wrappers=(AlwaysFails,), max_void_fraction=0.5)
-    engine = RolloutEngine(tokenizer, ReplayBackend(tokenizer, tasks, scripts), config=config)
-    with (
-        engine,
-        pytest.raises(RolloutVoidError, match=r"2 of 2 episodes are void.*env_error") as err,
-    ):
-        engine.run(tasks)
+    policy = Policy(tokenizer, ReplayBackend(tokenizer, tasks, scripts), engine="lockstep")
+    with pytest.raises(RolloutVoidError, match=r"2 of 2 episodes are void.*env_error") as err:
+        play(tasks, None, policy, config)
     assert len(err.value.rollouts) == 2 and err.value.causes == {"env_error": 2}
+    with RolloutEngine(tokenizer, policy.backend, config=config) as engine:  # the engine plays on
+        assert [r.void for r in engine.run(tasks)] == [True, True]
 
 
 def test_the_async_engine_refuses_a_batched_backend(tokenizer):

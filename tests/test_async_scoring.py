@@ -8,6 +8,7 @@ from recipe_helpers import load_recipe
 
 from tool_envs.integrations.trl import env_progress, env_reward
 from tool_envs.rollout.engine import Rollout
+from tool_envs.rollout.player import Played
 
 pytest.importorskip(
     "trl.experimental.async_grpo.async_grpo_trainer", reason="needs TRL >= 1.16 (train extra)"
@@ -38,10 +39,10 @@ def scores(samples):
 
 def test_the_reward_is_the_sum_of_the_reward_funcs():
     group = [rollout(1.0, 0.5), rollout(0.0, 0.25)]
-    assert scores(group_samples(group, 0, 0)[0]) == [1.0, 0.0]  # env_reward by default
-    only_progress = group_samples(group, 0, 0, reward_funcs=[env_progress])[0]
+    assert scores(group_samples(Played.of(group), 0, 0)[0]) == [1.0, 0.0]  # the env's reward
+    only_progress = group_samples(Played.of(group, [env_progress]), 0, 0)[0]
     assert scores(only_progress) == [0.5, 0.25]  # the env reward is not added on top
-    both = group_samples(group, 0, 0, reward_funcs=[env_reward, env_progress])[0]
+    both = group_samples(Played.of(group, [env_reward, env_progress]), 0, 0)[0]
     assert scores(both) == [1.5, 0.25]
     assert [s.advantage for s in both] == pytest.approx([1.0, -1.0])
 

@@ -18,8 +18,10 @@ from vllm_helpers import FaultProxy, vllm_test
 
 from tool_envs.calculator import default_splits
 from tool_envs.integrations.trl.async_worker import ToolEnvsRolloutWorker, group_samples
+from tool_envs.integrations.trl.rewards import env_reward
 from tool_envs.rollout import RolloutConfig, SamplingSettings
 from tool_envs.rollout.engine import Rollout
+from tool_envs.rollout.player import Played
 
 pytestmark = vllm_test
 
@@ -209,7 +211,7 @@ def rollout(reward: float, outcome: str) -> Rollout:
 
 def test_void_episodes_give_no_sample_and_the_rest_are_scored_among_themselves():
     group = [rollout(1.0, "success"), rollout(0.0, "void"), rollout(0.0, "failure")]
-    samples, values = group_samples(group, model_version=3, group_id=9)
+    samples, values = group_samples(Played.of(group, [env_reward]), model_version=3, group_id=9)
     assert [s.advantage for s in samples] == pytest.approx([1.0, -1.0])  # (r - 0.5) / 0.5
     assert values["rollout/void_rate"] == pytest.approx(1 / 3)
     assert all(s.model_version == 3 and s.group_id == 9 for s in samples)

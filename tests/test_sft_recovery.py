@@ -10,7 +10,7 @@ import random
 import pytest
 from rollout_helpers import tau_gold_rows
 
-from tool_envs.rollout import RolloutConfig, RolloutEngine
+from tool_envs.rollout import Player, Policy, RolloutConfig
 from tool_envs.rollout.sft import (
     gold_scripts,
     malformed_call,
@@ -74,9 +74,9 @@ def test_a_try_the_env_does_not_refuse_falls_back_to_plain_gold(played):
     broken = malformed_call(scripts[1][lookup], random.Random(0))
     refused = [*scripts[1][:lookup], broken, *scripts[1][lookup:]]
     config = RolloutConfig(max_completion_length=8192, max_tokens_per_turn=4096)
-    with RolloutEngine(tokenizer, None, config=config) as engine:
+    with Player(Policy(tokenizer), config) as player:
         rollouts, tries = play_tries(
-            engine, tasks[:2], scripts[:2], [repeated, refused], [{lookup}, {lookup}]
+            player, tasks[:2], scripts[:2], [repeated, refused], [{lookup}, {lookup}]
         )
     assert tries == [set(), {lookup}]
     assert sft_rows(rollouts[:1]) == plain[:1]

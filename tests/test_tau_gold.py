@@ -150,7 +150,7 @@ def test_episode_masks_cover_the_policys_turns_and_never_the_users(tmp_path):
 
 
 def test_gold_rows_played_in_processes_are_the_rows_played_in_one():
-    from tool_envs.rollout import RolloutConfig, RolloutEngine, gold_sft_rows
+    from tool_envs.rollout import RolloutConfig, gold_sft_rows
     from tool_envs.rollout.sft import gold_sft_rows_in_processes
     from tool_envs.tau.domains.retail.tasks import default_splits
     from tool_envs.tiny_models import build_tokenizer, env_texts
@@ -158,8 +158,7 @@ def test_gold_rows_played_in_processes_are_the_rows_played_in_one():
     tokenizer = build_tokenizer(env_texts("tool_envs/TauRetail-v0", limit=100))
     tasks = default_splits()["train"][:9]
     config = RolloutConfig(max_completion_length=8192, max_tokens_per_turn=4096)
-    with RolloutEngine(tokenizer, None, config=config) as engine:
-        serial = gold_sft_rows(engine, tasks)
+    serial = gold_sft_rows(tokenizer, tasks, config)
     parallel = gold_sft_rows_in_processes(tokenizer, tasks, config, workers=2, min_per_worker=1)
     assert parallel == serial
     with pytest.raises(ValueError, match="workers must be at least 1, got 0"):

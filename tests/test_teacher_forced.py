@@ -16,7 +16,7 @@ from transformers import TrainerControl  # noqa: E402
 import tool_envs  # noqa: E402
 from tool_envs.eval.teacher_forced import GoldScores, digit_token_ids, gold_scores  # noqa: E402
 from tool_envs.integrations.trl.callbacks import EnvSuccessCallback  # noqa: E402
-from tool_envs.rollout import RolloutConfig, RolloutEngine, gold_sft_rows  # noqa: E402
+from tool_envs.rollout import RolloutConfig, gold_sft_rows  # noqa: E402
 from tool_envs.tiny_models import build_model, build_tokenizer, env_texts  # noqa: E402
 
 gym.register_envs(tool_envs)
@@ -67,8 +67,7 @@ def calculator_gold():
     tokenizer = build_tokenizer(env_texts("tool_envs/Calculator-v0", limit=200), vocab_size=512)
     tasks = gym.make("tool_envs/Calculator-v0").unwrapped.task_splits()["test"][:2]
     config = RolloutConfig(max_completion_length=8192, max_tokens_per_turn=4096)
-    with RolloutEngine(tokenizer, None, config=config) as engine:
-        return tokenizer, gold_sft_rows(engine, tasks)
+    return tokenizer, gold_sft_rows(tokenizer, tasks, config)
 
 
 def test_a_model_fitted_to_the_gold_scores_it_exactly_and_a_random_one_does_not(calculator_gold):

@@ -308,7 +308,7 @@ def test_neither_engine_trains_on_a_spoiled_episode():
     from tool_envs.integrations.trl.async_worker import group_samples
     from tool_envs.integrations.trl.rollout_func import rollouts_to_batch
     from tool_envs.rollout.engine import Rollout
-    from tool_envs.rollout.metrics import episode_metrics, episode_summary
+    from tool_envs.rollout.player import Played
 
     fault = {"kind": "invented_value", "turn": 1, "evidence": "..."}
 
@@ -339,9 +339,10 @@ def test_neither_engine_trains_on_a_spoiled_episode():
     ]
     batch = rollouts_to_batch(group)
     assert batch["env_mask"][1] == [0, 0] and batch["env_reward"][1] is None
-    samples, values = group_samples(group, model_version=0, group_id=0)
-    assert len(samples) == 2
-    metrics = episode_metrics([episode_summary(r) for r in group])
+    played = Played.of(group)
+    samples, values = group_samples(played, model_version=0, group_id=0)
+    assert len(samples) == 2 and played.rewards[1] is None
+    metrics = played.metrics
     assert metrics["env/user_fault_rate"] == pytest.approx(1 / 3)
     assert metrics["env/user_fault/invented_value"] == pytest.approx(1 / 3)
     assert values["env/user_fault_rate"] == pytest.approx(1 / 3)

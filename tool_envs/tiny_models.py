@@ -409,7 +409,6 @@ def fit_to_gold(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from tool_envs.rollout.config import RolloutConfig
-    from tool_envs.rollout.engine import RolloutEngine
     from tool_envs.rollout.sft import gold_sft_rows
 
     folder = Path(folder)
@@ -417,8 +416,7 @@ def fit_to_gold(
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
     # Gold of code or search tasks is long in a tiny vocabulary: no budget cuts it short.
     config = RolloutConfig(max_completion_length=16384, max_tokens_per_turn=16384)
-    with RolloutEngine(tokenizer, None, config=config) as engine:
-        rows = gold_sft_rows(engine, tasks)
+    rows = gold_sft_rows(tokenizer, tasks, config)
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)

@@ -25,9 +25,9 @@ from typing import Any
 from tool_envs.eval.departures import Departure, departures
 from tool_envs.rollout.backends.base import GenerationBackend, SamplingSettings
 from tool_envs.rollout.backends.hf import TransformersBackend
-from tool_envs.rollout.choice import make_engine
 from tool_envs.rollout.config import RolloutConfig
 from tool_envs.rollout.engine import Rollout
+from tool_envs.rollout.player import Policy, play
 from tool_envs.rollout.sft import gold_turns_of
 
 __all__ = [
@@ -82,10 +82,9 @@ def play_greedily(
     config: RolloutConfig = EVAL_CONFIG,
 ) -> list[Rollout]:
     """Greedy episodes of ``tasks`` from any generation backend (a vLLM server's, say, which
-    caches the shared prompt prefix), in task order."""
-    greedy = SamplingSettings(temperature=0.0)
-    with make_engine(tokenizer, backend, greedy, config, kind="lockstep") as engine:
-        return engine.run(list(tasks))
+    caches the shared prompt prefix), in task order; each env draws its own seed."""
+    policy = Policy(tokenizer, backend, SamplingSettings(temperature=0.0), engine="lockstep")
+    return play(list(tasks), None, policy, config).rollouts
 
 
 def successes(rollouts: Sequence[Rollout]) -> list[int]:

@@ -14,7 +14,11 @@ _LAZY = {
     "RolloutConfig": "tool_envs.rollout.config",
     "EnvPool": "tool_envs.rollout.env_pool",
     "RolloutEngine": "tool_envs.rollout.engine",
-    "RolloutVoidError": "tool_envs.rollout.engine",
+    "RolloutVoidError": "tool_envs.errors",
+    "Played": "tool_envs.rollout.player",
+    "Player": "tool_envs.rollout.player",
+    "Policy": "tool_envs.rollout.player",
+    "play": "tool_envs.rollout.player",
     "AsyncRolloutEngine": "tool_envs.rollout.async_engine",
     "AsyncGenerationBackend": "tool_envs.rollout.backends.base",
     "ChatTemplateRenderer": "tool_envs.rollout.template",
@@ -34,6 +38,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from tool_envs.errors import RolloutVoidError as RolloutVoidError
     from tool_envs.rollout.async_engine import AsyncRolloutEngine as AsyncRolloutEngine
     from tool_envs.rollout.backends.base import AsyncGenerationBackend as AsyncGenerationBackend
     from tool_envs.rollout.backends.base import Generation as Generation
@@ -47,8 +52,11 @@ if TYPE_CHECKING:
     from tool_envs.rollout.config import RolloutConfig as RolloutConfig
     from tool_envs.rollout.engine import Rollout as Rollout
     from tool_envs.rollout.engine import RolloutEngine as RolloutEngine
-    from tool_envs.rollout.engine import RolloutVoidError as RolloutVoidError
     from tool_envs.rollout.env_pool import EnvPool as EnvPool
+    from tool_envs.rollout.player import Played as Played
+    from tool_envs.rollout.player import Player as Player
+    from tool_envs.rollout.player import Policy as Policy
+    from tool_envs.rollout.player import play as play
     from tool_envs.rollout.sft import gold_sft_rows as gold_sft_rows
     from tool_envs.rollout.template import ChatTemplateRenderer as ChatTemplateRenderer
     from tool_envs.rollout.template import TemplatePrefixError as TemplatePrefixError

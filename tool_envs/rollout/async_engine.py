@@ -68,7 +68,7 @@ class AsyncRolloutEngine(EpisodeRunner):
             each request is seeded from it, the episode's index and the turn.
         config: Budgets, env settings and limits: ``max_concurrent_requests`` (requests in
             flight), ``env_workers`` (env steps at once; None: one per episode),
-            ``step_timeout``, ``max_void_fraction``.
+            ``step_timeout``.
 
     Attributes:
         generation_busy_seconds: In the last run, wall time during which at least one request

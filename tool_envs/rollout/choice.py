@@ -2,8 +2,9 @@
 
 A continuous-batching server (an :class:`~tool_envs.rollout.backends.base.AsyncGenerationBackend`)
 is best used by the asynchronous engine, each episode moving on its own; a batched backend
-(transformers, colocated vLLM) only by the lockstep engine. The GRPO ``rollout_func``, the async
-rollout worker and the held-out evaluator all choose here.
+(transformers, colocated vLLM) only by the lockstep engine. Every caller chooses here through
+:class:`~tool_envs.rollout.player.Player` (the GRPO ``rollout_func``, the async rollout worker,
+the held-out evaluator, SFT export).
 """
 
 from __future__ import annotations

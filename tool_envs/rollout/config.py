@@ -47,8 +47,9 @@ class RolloutConfig:
             is abandoned and closed when its step returns); None waits forever.
         max_concurrent_requests: Asynchronous engine only: most generation requests in flight.
         max_void_fraction: Raise :class:`RolloutVoidError` when more than this fraction of a
-            batch's episodes are void (1.0: never). A batch is one engine run: the GRPO batch of
-            ``rollout_func``, one group of the asynchronous worker (which then stops).
+            batch's episodes are void (1.0: never). A batch is one
+            :func:`~tool_envs.rollout.player.play`: the GRPO batch of ``rollout_func``, one
+            group of the asynchronous worker (which then stops), one held-out check.
         chat_template: Template to use instead of the tokenizer's own.
         template_kwargs: Extra template variables (e.g. ``{"enable_thinking": False}``).
         env_servers: Env id -> one or more ``tool-envs serve`` URLs: episodes of those ids run

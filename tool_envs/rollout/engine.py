@@ -16,9 +16,9 @@ infrastructure failure is not the policy's. A generation request that fails
 episodes it was for, cause ``generation``: here the turn's one call, so every episode in it;
 in the asynchronous engine the one episode that sent it. Anything else a backend raises is a
 bug and propagates. The trainer never learns from a void episode (see
-:func:`tool_envs.integrations.trl.rollout_func.rollouts_to_batch`). A batch in which more than
-``max_void_fraction`` of the episodes are void raises :class:`RolloutVoidError`: something is
-broken, and training on what is left would hide it.
+:func:`tool_envs.integrations.trl.rollout_func.rollouts_to_batch`). The engines return every
+rollout, void ones included; :func:`tool_envs.rollout.player.play` refuses a batch more void than
+``max_void_fraction``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ import tool_envs
 from tool_envs.core.chat_env import chat_env
 from tool_envs.core.messages import Message
 from tool_envs.core.outcome import VOID, is_void, outcome_of, void_info
-from tool_envs.errors import RolloutVoidError as RolloutVoidError
 from tool_envs.rollout.backends.base import (
     Generation,
     GenerationBackend,
@@ -219,13 +218,9 @@ class EpisodeRunner:
                 self.pool.release(episode.rollout.env_id, episode.env)
 
     def _finish(self, episodes: list[_Episode]) -> list[Rollout]:
-        """Return envs to the pool; refuse a batch that is mostly void."""
+        """Return envs to the pool and the episodes' rollouts, in order."""
         self._release(episodes)
-        rollouts = [e.rollout for e in episodes]
-        void = sum(r.void for r in rollouts)
-        if rollouts and void / len(rollouts) > self.config.max_void_fraction:
-            raise RolloutVoidError(rollouts, self.config.max_void_fraction)
-        return rollouts
+        return [e.rollout for e in episodes]
 
     # ------------------------------------------------------------------ one episode starts
 

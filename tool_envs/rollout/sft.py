@@ -19,7 +19,8 @@ import gymnasium as gym
 
 from tool_envs.core.parsers.hermes import CLOSE_TAG, OPEN_TAG
 from tool_envs.rollout.config import RolloutConfig
-from tool_envs.rollout.engine import Rollout, RolloutEngine
+from tool_envs.rollout.engine import Rollout
+from tool_envs.rollout.player import Player, Policy
 
 
 def gold_turns_of(tasks: Sequence[Mapping[str, Any]]) -> list[list[str] | None]:
@@ -163,7 +164,7 @@ def errors_of(rollout: Rollout) -> int:
 
 
 def play_tries(
-    engine: RolloutEngine,
+    player: Player,
     tasks: Sequence[Mapping[str, Any]],
     plain: Sequence[list[str]],
     scripts: Sequence[list[str]],
@@ -171,36 +172,40 @@ def play_tries(
 ) -> tuple[list[Rollout], list[set[int]]]:
     """Play ``scripts``; a task whose tries did not draw one env error each, or whose episode
     they spoiled (a miscopied id that names another record), is played as ``plain`` instead."""
-    rollouts, tries = engine.run(tasks, scripts=scripts), list(tries)
+    rollouts, tries = player.play(tasks, scripts=scripts).rollouts, list(tries)
     spoiled = [
         i
         for i, (rollout, tried) in enumerate(zip(rollouts, tries, strict=True))
         if tried and (not rollout.success or errors_of(rollout) != len(tried))
     ]
     if spoiled:
-        replayed = engine.run([tasks[i] for i in spoiled], scripts=[plain[i] for i in spoiled])
+        again = [tasks[i] for i in spoiled]
+        replayed = player.play(again, scripts=[plain[i] for i in spoiled]).rollouts
         for i, rollout in zip(spoiled, replayed, strict=True):
             rollouts[i], tries[i] = rollout, set()
     return rollouts, tries
 
 
 def gold_sft_rows(
-    engine: RolloutEngine,
+    tokenizer: Any,
     tasks: Sequence[Mapping[str, Any]],
+    config: RolloutConfig | None = None,
     recovery_share: float = 0.0,
     seed: int = 0,
 ) -> list[dict]:
     """Play every task's gold turns and return SFT rows; gold that fails its task is an error.
 
-    ``recovery_share`` > 0 adds failed tries before gold tool calls (:func:`with_recovery`,
-    :func:`play_tries`).
+    Played by :class:`~tool_envs.rollout.player.Player` with no generation backend (every turn is
+    scripted) under ``config``'s budgets. ``recovery_share`` > 0 adds failed tries before gold
+    tool calls (:func:`with_recovery`, :func:`play_tries`).
     """
     plain = gold_scripts(tasks)
-    if not recovery_share:
-        rollouts, tries = engine.run(tasks, scripts=plain), [set() for _ in plain]
-    else:
-        scripts, tries = with_recovery(tasks, plain, recovery_share, seed)
-        rollouts, tries = play_tries(engine, tasks, plain, scripts, tries)
+    with Player(Policy(tokenizer), config) as player:
+        if not recovery_share:
+            rollouts, tries = player.play(tasks, scripts=plain).rollouts, [set() for _ in plain]
+        else:
+            scripts, tries = with_recovery(tasks, plain, recovery_share, seed)
+            rollouts, tries = play_tries(player, tasks, plain, scripts, tries)
     failed = [(r.task_id, r.reward_info) for r in rollouts if not r.success]
     if failed:
         raise ValueError(
@@ -223,7 +228,7 @@ def gold_sft_rows_in_processes(
     Playing a gold episode is mostly tokenizing and template rendering, on one core: a tau
     cancellation takes ~65 ms, so 6,000 of them took minutes of a GPU run's budget before
     training began. Workers are spawned (safe after torch is loaded) and each plays one
-    contiguous share of the tasks with its own engine. A spawned worker costs seconds to start,
+    contiguous share of the tasks with its own player. A spawned worker costs seconds to start,
     so each gets at least ``min_per_worker`` tasks (fewer workers, or none, for small sets).
     ``recovery_share`` and ``seed``: as in :func:`gold_sft_rows`.
     """
@@ -232,8 +237,7 @@ def gold_sft_rows_in_processes(
         raise ValueError(f"workers must be at least 1, got {workers}")
     workers = min(workers, len(tasks) // max(min_per_worker, 1))
     if workers <= 1:
-        with RolloutEngine(tokenizer, None, config=config) as engine:
-            return gold_sft_rows(engine, tasks, recovery_share, seed)
+        return gold_sft_rows(tokenizer, tasks, config, recovery_share, seed)
     size = -(-len(tasks) // workers)
     shares = [tasks[start : start + size] for start in range(0, len(tasks), size)]
     context = multiprocessing.get_context("spawn")
@@ -259,8 +263,7 @@ def _gold_rows_of_share(
     import tool_envs  # registers the env ids in the spawned process
 
     gym.register_envs(tool_envs)
-    with RolloutEngine(tokenizer, None, config=config) as engine:
-        return gold_sft_rows(engine, tasks, recovery_share, seed)
+    return gold_sft_rows(tokenizer, tasks, config, recovery_share, seed)
 
 
 def check_fits(rows: Sequence[Mapping[str, list[int]]], max_length: int | None) -> None:

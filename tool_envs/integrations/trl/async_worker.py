@@ -6,14 +6,16 @@ TRL's ``RolloutWorkerProtocol``: a ``rollout_buffer`` queue of scored ``RolloutS
 plays GRPO groups of any tool_envs env (simulated users included) with the asynchronous engine
 against the trainer's vLLM server, several groups at once, and:
 
-* scores each episode with TRL-style reward functions, summed as GRPOTrainer sums them (by
-  default ``env_reward`` alone: the env's reward), and computes group advantages as TRL's own
-  worker does: ``(r - mean) / (std + 1e-8)`` over the group's scored episodes, population std;
+* plays and scores each group with :class:`~tool_envs.rollout.player.Player` (the reward: the
+  sum of TRL-style reward functions, as GRPOTrainer sums them; by default ``env_reward`` alone,
+  the env's reward), and computes group advantages as TRL's own worker does:
+  ``(r - mean) / (std + 1e-8)`` over the group's scored episodes, population std;
 * leaves void episodes out (infrastructure failed; see :mod:`tool_envs.core.outcome`): no sample,
   counted in ``rollout/void_rate``; the rest of the group is scored among itself;
-* stops, as the lockstep engine does, when more than ``RolloutConfig.max_void_fraction`` of a
-  group's episodes are void: the group's :class:`~tool_envs.errors.RolloutVoidError` (naming
-  the fraction and the void causes) ends the worker, and the trainer's next
+* stops, as ``rollout_func`` does (both play through ``Player``), when more than
+  ``RolloutConfig.max_void_fraction`` of a group's episodes are void: the group's
+  :class:`~tool_envs.errors.RolloutVoidError` (naming the fraction and the void causes) ends
+  the worker, and the trainer's next
   :meth:`~ToolEnvsRolloutWorker.check_health` raises with it. The group is the worker's batch,
   as the GRPO batch is ``rollout_func``'s, so the option means the same in both recipes:
   something is broken, and training on what is left would hide it (1.0: never stop);
@@ -37,17 +39,15 @@ import random
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tool_envs.integrations.trl import trl_compat
 from tool_envs.integrations.trl.rewards import env_reward
 from tool_envs.rollout.backends.base import SamplingSettings
 from tool_envs.rollout.config import RolloutConfig
-from tool_envs.rollout.engine import Rollout
+from tool_envs.rollout.player import Played, RewardFunc, completion_messages
 from tool_envs.rollout.seeds import group_seed
-
-RewardFunc = Callable[..., Sequence[float | None]]
 
 
 class ToolEnvsRolloutWorker:
@@ -63,9 +63,9 @@ class ToolEnvsRolloutWorker:
         config: Budgets, env settings, timeouts (``max_completion_length`` caps the episode);
             a group more void than its ``max_void_fraction`` stops the worker.
         reward_funcs: TRL-style reward functions ``f(completions, **columns)`` whose sum is an
-            episode's reward, as GRPOTrainer's ``reward_funcs`` (the columns are those of
-            ``rollouts_to_batch``); default ``env_reward`` alone. A None from any of them leaves
-            the episode unscored (no advantage).
+            episode's reward, as GRPOTrainer's ``reward_funcs`` (the columns are
+            :func:`tool_envs.rollout.player.columns`); default ``env_reward`` alone. A None adds
+            nothing; an episode all of them give None is unscored (no advantage).
         max_staleness: Drop a finished group whose policy version is more than this behind.
         max_inflight_groups: Groups played at once.
         queue_maxsize: Bound of ``rollout_buffer`` (0: unbounded); a full buffer makes the
@@ -239,7 +239,7 @@ def _run(kwargs: dict[str, Any], buffer: Any, metrics: Any, shared: _Shared) -> 
 class _GroupLoop:
     def __init__(self, kwargs: dict[str, Any], buffer: Any, metrics: Any, shared: _Shared):
         from tool_envs.rollout.backends.vllm.server import VLLMServerBackend
-        from tool_envs.rollout.choice import make_engine
+        from tool_envs.rollout.player import Player, Policy
 
         tokenizer = kwargs["tokenizer"]
         if isinstance(tokenizer, str):
@@ -252,9 +252,8 @@ class _GroupLoop:
         self.shared = shared
         self.error: Exception | None = None
         self.backend = VLLMServerBackend(kwargs["url"], model=kwargs["server_model"])
-        self.engine = make_engine(
-            tokenizer, self.backend, kwargs["sampling"], kwargs["config"], kind="async"
-        )
+        policy = Policy(tokenizer, self.backend, kwargs["sampling"], engine="async")
+        self.player = Player(policy, kwargs["config"], reward_funcs=kwargs["reward_funcs"])
 
     async def main(self) -> None:
         rows, seed = self.kwargs["rows"], self.kwargs["seed"]
@@ -277,7 +276,7 @@ class _GroupLoop:
             for task in running:
                 task.cancel()
             await asyncio.gather(*running, return_exceptions=True)
-            self.engine.close()
+            self.player.close()
             self.backend.close()
 
     async def _free_slot(self, slots: asyncio.Semaphore) -> bool:
@@ -298,10 +297,8 @@ class _GroupLoop:
             size = self.kwargs["num_generations"]
             seed = group_seed(self.kwargs["seed"], group_id)
             # A group more void than max_void_fraction raises RolloutVoidError: the worker ends.
-            rollouts = await self.engine.arun([row] * size, seeds=[seed] * size)
-            samples, values = group_samples(
-                rollouts, version, group_id, self.kwargs["reward_funcs"]
-            )
+            played = await self.player.aplay([row] * size, seeds=[seed] * size)
+            samples, values = group_samples(played, version, group_id)
             staleness = self.shared.version - version
             if staleness > self.kwargs["max_staleness"]:
                 values["rollout/dropped_stale"] = float(len(samples))
@@ -333,35 +330,22 @@ class _GroupLoop:
 
 
 def group_samples(
-    rollouts: list[Rollout],
-    model_version: int,
-    group_id: int,
-    reward_funcs: Sequence[RewardFunc] = (env_reward,),
+    played: Played, model_version: int, group_id: int
 ) -> tuple[list[Any], dict[str, float]]:
-    """TRL ``RolloutSample`` s for one finished group, and the group's metrics.
+    """TRL ``RolloutSample`` s for one finished, scored group, and the group's metrics.
 
-    Void episodes give no sample. The others are scored (the sum of ``reward_funcs``) and get
-    TRL's group advantage over the scored ones. The sample's ``completion_mask`` is the
-    episode's ``env_mask`` (env tokens are context), its ``old_log_probs`` the sampler's.
+    Void episodes give no sample. The others get TRL's group advantage over the scored ones
+    (an unscored one: advantage 0). The sample's ``completion_mask`` is the episode's
+    ``env_mask`` (env tokens are context), its ``old_log_probs`` the sampler's.
     """
     import numpy as np
 
-    from tool_envs.integrations.trl.rollout_func import rollouts_to_batch
-    from tool_envs.rollout.metrics import episode_metrics, episode_summary
-
-    kept = [r for r in rollouts if not r.void]
-    values = {
-        **episode_metrics([episode_summary(r) for r in rollouts]),
-        "rollout/void_rate": (len(rollouts) - len(kept)) / max(len(rollouts), 1),
-    }
+    pairs = zip(played.rollouts, played.rewards, strict=True)
+    kept = [(rollout, reward) for rollout, reward in pairs if not rollout.void]
+    values = {**played.metrics, "rollout/void_rate": played.void_fraction}
     if not kept:
         return [], values
-    rewards = np.zeros(len(kept), dtype=float)
-    batch = rollouts_to_batch(kept)
-    completions = [r.messages[len(r.messages) - _completion_length(r) :] for r in kept]
-    for func in reward_funcs:
-        scores = func(completions=completions, **batch)
-        rewards += np.array([np.nan if s is None else float(s) for s in scores])
+    rewards = np.array([np.nan if reward is None else reward for _, reward in kept], dtype=float)
     scored = ~np.isnan(rewards)
     advantages = np.zeros_like(rewards)
     if scored.any():
@@ -369,13 +353,14 @@ def group_samples(
         advantages[scored] = (chosen - chosen.mean()) / (chosen.std() + 1e-8)
         values["rollout/reward_std"] = float(chosen.std())
     samples = []
-    for rollout, advantage, reward in zip(kept, advantages, rewards, strict=True):
-        prompt_length = len(rollout.messages) - _completion_length(rollout)
+    for (rollout, _), advantage, reward in zip(kept, advantages, rewards, strict=True):
+        completion = completion_messages(rollout)
+        prompt_length = len(rollout.messages) - len(completion)
         policy_logprobs = rollout.logprobs or [0.0] * len(rollout.completion_ids)
         samples.append(
             trl_compat.rollout_sample(
                 prompt=rollout.messages[:prompt_length],
-                completion=rollout.messages[prompt_length:],
+                completion=completion,
                 input_ids=np.asarray(rollout.prompt_ids + rollout.completion_ids, dtype=np.int64),
                 completion_mask=np.asarray(
                     [0] * len(rollout.prompt_ids) + rollout.env_mask, dtype=np.int64
@@ -390,12 +375,3 @@ def group_samples(
             )
         )
     return samples, values
-
-
-def _completion_length(rollout: Rollout) -> int:
-    """Messages after the task's prompt: every assistant turn and what the env answered."""
-    first_assistant = next(
-        (i for i, m in enumerate(rollout.messages) if m.get("role") == "assistant"),
-        len(rollout.messages),
-    )
-    return len(rollout.messages) - first_assistant

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -17,11 +16,10 @@ from tool_envs.rollout.backends.base import (
 )
 from tool_envs.rollout.backends.hf import TransformersBackend
 from tool_envs.rollout.choice import ENGINES as ENGINES
-from tool_envs.rollout.choice import make_engine
 from tool_envs.rollout.config import RolloutConfig
-from tool_envs.rollout.engine import EpisodeRunner, Rollout
-from tool_envs.rollout.metrics import episode_metrics as episode_metrics
-from tool_envs.rollout.metrics import episode_summary as episode_summary
+from tool_envs.rollout.engine import Rollout
+from tool_envs.rollout.metrics import episode_metrics
+from tool_envs.rollout.player import Played, Player, Policy, columns
 
 ROW_FIELDS = ("prompt", "env_id", "env_class", "reward_spec", "extra_info")
 
@@ -93,34 +91,36 @@ def make_rollout_func(
         if name in settings and settings[name] is None:
             settings[name] = {}
     config = (config or RolloutConfig()).replace(**settings)
-    state: dict[str, EpisodeRunner] = {}
+    state: dict[str, Any] = {}
 
     def default_factory(trainer: Any) -> GenerationBackend:
         return default_backend(trainer, server_model=vllm_server_model)
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        if "engine" not in state:
-            state["engine"] = _build_engine(
+        if "player" not in state:
+            state["player"] = _build_player(
                 trainer, config, backend_factory or default_factory, rollout_engine
             )
-        engine = state["engine"]
+            state["engine"] = state["player"].engine
+        player = state["player"]
         rows = task_rows_of(trainer, prompts)
         mode = "train" if trainer.model.training else "eval"
         group = trainer.num_generations if mode == "train" else trainer.num_generations_eval
         seeds = group_seeds(len(rows), group, trainer)
         started = time.perf_counter()
-        if isinstance(engine.backend, TransformersBackend):
+        if isinstance(player.engine.backend, TransformersBackend):
             with trl_compat.unwrapped_for_generation(trainer) as model:
-                engine.backend.model = model
-                rollouts = engine.run(rows, seeds)
+                player.engine.backend.model = model
+                played = player.play(rows, seeds)
         else:
             with engine_awake(trainer):
-                rollouts = engine.run(rows, seeds)
-        log_metrics(trainer, mode, rollouts, seconds=time.perf_counter() - started)
+                played = player.play(rows, seeds)
+        log_metrics(trainer, mode, played, seconds=time.perf_counter() - started)
         mask_truncated = bool(getattr(trainer.args, "mask_truncated_completions", False))
-        return rollouts_to_batch(rollouts, _pad_id(trainer.processing_class), mask_truncated)
+        pad_id = _pad_id(trainer.processing_class)
+        return rollouts_to_batch(played.rollouts, pad_id, mask_truncated)
 
-    rollout_func.state = state  # type: ignore[attr-defined]  # the engine, for inspection
+    rollout_func.state = state  # type: ignore[attr-defined]  # player and engine, to inspect
     rollout_func.check_args = sampling_settings  # type: ignore[attr-defined]  # early checks
     return rollout_func
 
@@ -150,16 +150,16 @@ def engine_awake(trainer: Any) -> Iterator[None]:
         trl_compat.set_weights_sleeping(generation, True)
 
 
-def _build_engine(
+def _build_player(
     trainer: Any, config: RolloutConfig, backend_factory: BackendFactory, kind: str
-) -> EpisodeRunner:
+) -> Player:
+    """The run's player; no reward functions: TRL scores the columns with its own."""
     args = trainer.args
     tokenizer = trainer.processing_class
     sampling = sampling_settings(args, stop_token_ids=_stop_ids(tokenizer, trainer))
-    backend = backend_factory(trainer)
+    policy = Policy(tokenizer, backend_factory(trainer), sampling, kind)
     # TRL pads and cuts completions to its own max_completion_length: the one cap there is.
-    config = config.replace(max_completion_length=args.max_completion_length)
-    return make_engine(tokenizer, backend, sampling, config, kind)
+    return Player(policy, config.replace(max_completion_length=args.max_completion_length))
 
 
 # generation_kwargs keys the rollout engine owns (per-turn budgets, stops, logprobs, one sample
@@ -287,11 +287,12 @@ def rollouts_to_batch(
     ``pad_token_id``: TRL reads every completion's last token, and an empty one fails the
     whole step. With
     ``mask_truncated`` an episode that did not terminate also gets ``env_mask`` all 0 but keeps
-    its reward (overlong filtering: its reward still sets the group's baseline).
+    its reward (overlong filtering: its reward still sets the group's baseline). The other
+    columns are :func:`tool_envs.rollout.player.columns`.
     """
-    logprobs = [r.logprobs for r in rollouts]
     completions, masks, lps = [], [], []
-    for rollout, lp in zip(rollouts, logprobs, strict=True):
+    for rollout in rollouts:
+        lp = rollout.logprobs
         ids, mask = list(rollout.completion_ids), list(rollout.env_mask)
         if rollout.void or (mask_truncated and rollout.truncated):
             mask = [0] * len(ids)
@@ -301,25 +302,14 @@ def rollouts_to_batch(
         masks.append(mask)
         lps.append(lp)
     return {
-        "prompt_ids": [r.prompt_ids for r in rollouts],
+        **columns(rollouts),
         "completion_ids": completions,
         "logprobs": None if any(lp is None for lp in lps) else lps,
         "env_mask": masks,
-        "env_reward": [None if r.void else r.reward for r in rollouts],
-        "env_success": [None if r.void else float(r.success) for r in rollouts],
-        "env_progress": [None if r.void else r.progress for r in rollouts],
-        "reward_info": [json.dumps(r.reward_info, default=str) for r in rollouts],
-        "env_id": [r.env_id for r in rollouts],
-        "task_id": [r.task_id for r in rollouts],
-        "num_turns": [r.turns for r in rollouts],
-        "finish": [r.finish for r in rollouts],
-        "outcome": [r.outcome for r in rollouts],
     }
 
 
-def log_metrics(
-    trainer: Any, mode: str, rollouts: list[Rollout], seconds: float | None = None
-) -> None:
+def log_metrics(trainer: Any, mode: str, played: Played, seconds: float | None = None) -> None:
     """Add episode metrics (over all processes) to the trainer's logs for this step.
 
     ``rollout/seconds`` is the time this process spent playing the step's episodes (generation
@@ -327,7 +317,7 @@ def log_metrics(
     """
     from accelerate.utils import gather_object
 
-    summaries = gather_object([episode_summary(r) for r in rollouts])
+    summaries = gather_object(played.summaries)
     for key, value in episode_metrics(summaries).items():
         trl_compat.log_step_metric(trainer, mode, key, value)
     if seconds is not None:
