@@ -11,6 +11,12 @@ the GIL and the hand-off to a thread costs more than the step (see ``benchmarks/
 
 What keeps a server standing:
 
+* a warm start: before it listens, the server plays one short episode on its env through the
+  sessions' code (:func:`prepare_served_env`), so no session's first reset or step builds or
+  imports anything, and a cold server's first burst of sessions is served as a warm one;
+* open files (:mod:`.limits`): the soft limit is raised to the hard one, and a connection that
+  would leave fewer than a reserve of descriptors free is answered 503 at once (one log line),
+  so the accept loop never meets ``EMFILE`` and held sessions never lack a file;
 * ``max_sessions``: a full server answers a new connection with OpenEnv's ``CAPACITY_REACHED``
   error frame and closes it; the open sessions are untouched;
 * ``session_timeout``: a session that sends nothing for that long is closed and its env
@@ -33,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import errno
 import gc
 import hmac
@@ -58,6 +65,7 @@ from tool_envs.core.chat_env import ServableEnv, chat_env, servable_env
 from tool_envs.errors import EnvConfigError, MissingDependencyError, TaskRowError, ToolEnvsError
 from tool_envs.serve import protocol
 from tool_envs.serve.handshake import HandshakeLimits, guarded_protocol, one_request_per_connection
+from tool_envs.serve.limits import OpenFiles, count_open_files, raise_open_file_limit
 from tool_envs.serve.protocol import Action, Observation, ResetData
 
 logger = logging.getLogger(__name__)
@@ -704,16 +712,25 @@ class EnvServer:
         self.config = config
         self.manager = SessionManager(config)
         self.handshakes = HandshakeLimits(config.handshake_timeout, config.max_handshakes)
+        self.files = OpenFiles()
         self.app = build_app(config, self.manager)
         self._socket = bind_socket(config.host, config.port)
         self.port = self._socket.getsockname()[1]
         self.url = f"http://{_url_host(config.host)}:{self.port}"
-        self._server = uvicorn.Server(_uvicorn_config(self.app, config, self.handshakes))
+        self._server = uvicorn.Server(
+            _uvicorn_config(self.app, config, self.handshakes, self.files)
+        )
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
         )
 
     def start(self) -> EnvServer:
+        """Warm the env (:func:`prepare_served_env`), then serve; returns once listening."""
+        try:
+            self.files.per_session = prepare_served_env(self.config, servable=False)
+        except BaseException:
+            self._socket.close()
+            raise
         self._thread.start()
         deadline = time.monotonic() + 30
         while not self._server.started:
@@ -768,12 +785,14 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _uvicorn_config(app: Any, config: ServeConfig, handshakes: HandshakeLimits) -> Any:
+def _uvicorn_config(
+    app: Any, config: ServeConfig, handshakes: HandshakeLimits, files: OpenFiles
+) -> Any:
     import uvicorn
 
     return uvicorn.Config(
         one_request_per_connection(app),
-        http=guarded_protocol(handshakes),
+        http=guarded_protocol(handshakes, files),
         log_level="warning",
         ws="websockets-sansio",
         ws_max_size=config.max_message_bytes,
@@ -796,12 +815,13 @@ def serve(config: ServeConfig) -> None:
         import uvicorn
     except ImportError as exc:
         raise MissingDependencyError("uvicorn", "serve", "tool-envs serve") from exc
+    raise_open_file_limit()  # a connection and each of its env's files is a descriptor
     try:  # first: a taken port fails at once
         sock = bind_socket(config.host, config.port)
     except OSError as exc:
         raise EnvConfigError(_bind_failure(config.host, config.port, exc)) from None
     try:
-        check_served_env(config)  # a bad --env-kwargs fails here, once, not in every session
+        per_session = prepare_served_env(config)  # a bad --env-kwargs fails here, once
     except BaseException:
         sock.close()
         raise
@@ -813,10 +833,11 @@ def serve(config: ServeConfig) -> None:
     app = build_app(config, manager)
     port = sock.getsockname()[1]
     handshakes = HandshakeLimits(config.handshake_timeout, config.max_handshakes)
-    server = uvicorn.Server(_uvicorn_config(app, config, handshakes))
+    files = OpenFiles(per_session=per_session)
+    server = uvicorn.Server(_uvicorn_config(app, config, handshakes, files))
     print(
         f"serving {config.env_id} on http://{_url_host(config.host)}:{port} "
-        f"(ws /ws, max {config.max_sessions} sessions)",
+        f"(ws /ws, max {config.max_sessions} sessions, open-file limit {files.limit})",
         flush=True,
     )
     try:
@@ -828,9 +849,23 @@ def serve(config: ServeConfig) -> None:
     print(f"stopped serving {config.env_id}", flush=True)
 
 
-def check_served_env(config: ServeConfig) -> None:
-    """Make and close the env once: a constructor that refuses the arguments is named, and so
-    is each read of :class:`~tool_envs.core.chat_env.ServableEnv` the env lacks."""
+def prepare_served_env(config: ServeConfig, *, servable: bool = True) -> int:
+    """Make the env, play a short episode on it through the sessions' own code, and close it,
+    before the server takes a connection; returns the descriptors the env held (what each
+    session will hold besides its connection).
+
+    Making it once names a constructor that refuses the arguments, and (``servable``) each read
+    of :class:`~tool_envs.core.chat_env.ServableEnv` the env lacks; :class:`EnvServer` serves a
+    chat env without them (its task routes answer 501). The episode (a reset, a turn that calls
+    every tool taking arguments with none, a turn as a chat API sends it, a state) builds and
+    imports what a session's first reset and step need: the task set, the tools' argument
+    checks, the parsers, the protocol's models. Without it a cold server's first burst of
+    sessions each built them at once under the GIL, and timed out.
+
+    Raises:
+        EnvConfigError: the env cannot be made with ``config.env_kwargs``, or cannot be served.
+    """
+    before = count_open_files()
     try:
         env = gym.make(config.env_id, **dict(config.env_kwargs))
     except (TypeError, ValueError, ToolEnvsError, gym.error.Error) as exc:
@@ -838,12 +873,63 @@ def check_served_env(config: ServeConfig) -> None:
         raise EnvConfigError(
             f"cannot make {config.env_id} with --env-kwargs {given}: {exc}"
         ) from exc
+    session = Session(dataclasses.replace(config, inline_steps=True))
+    session.env = env
     try:
-        servable_env(env)
+        if servable:
+            servable_env(env)
+        chat_env(env)
     except TypeError as exc:
-        raise EnvConfigError(f"cannot serve {config.env_id}: {exc}") from None
+        session.close()
+        if servable:
+            raise EnvConfigError(f"cannot serve {config.env_id}: {exc}") from None
+        return 0  # its sessions will say what it lacks
+    try:
+        with ThreadPoolExecutor(1, thread_name_prefix="tool-envs-warm-up") as thread:
+            thread.submit(asyncio.run, _warm_up_episode(session)).result()
+        after = count_open_files()
     finally:
-        env.close()
+        session.close()
+    return max(0, after - before) if after is not None and before is not None else 0
+
+
+async def _warm_up_episode(session: Session) -> None:
+    """One episode's frames (see :func:`prepare_served_env`); a failure is logged, not raised:
+    sessions will meet it and say what it is."""
+    tools = [tool["function"] for tool in chat_env(session.env).tools]  # type: ignore[arg-type]
+    # Calls with no arguments to tools that need some: every argument check is compiled and
+    # fails, and no tool runs (a tool that takes none could write, or wait on a server).
+    calls = [
+        {"name": tool["name"], "arguments": {}}
+        for tool in tools
+        if tool.get("parameters", {}).get("required")
+    ] or [{"name": "tool_envs_warm_up", "arguments": {}}]
+    text = "\n".join(f"<tool_call>\n{json.dumps(call)}\n</tool_call>" for call in calls)
+    message = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": f"warm-{i}", "type": "function", "function": {**call, "arguments": "{}"}}
+            for i, call in enumerate(calls)
+        ],
+    }
+    frames = [
+        {"type": "reset", "data": {"seed": 0}},
+        {"type": "step", "data": {"text": text}},
+        {"type": "step", "data": {"message": message}},
+        {"type": "state"},
+    ]
+    for number, frame in enumerate(frames):
+        reply, _ = await handle_frame(session, protocol.dumps(frame))
+        answer = protocol.loads(reply or "{}")
+        if number < 2 and answer.get("type") == "error":
+            logger.warning(
+                "the warm-up episode of %s failed at its %s: %s (sessions may meet the same)",
+                session.config.env_id,
+                frame["type"],
+                answer.get("data", {}).get("message"),
+            )
+            return
 
 
 @contextlib.contextmanager
