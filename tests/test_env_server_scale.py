@@ -17,12 +17,13 @@ import urllib.request
 
 import gymnasium as gym
 import pytest
-from serve_helpers import ServerProcess
+from serve_helpers import ServerProcess, process_stats, wait_for
 
 import tool_envs
 from tool_envs.calculator import tasks as calculator_tasks
 from tool_envs.core import env as core_env
 from tool_envs.serve import EnvServer, ServeConfig
+from tool_envs.serve.steps import StepThreads
 
 pytest.importorskip("uvicorn", reason="the serve extra (uvicorn) is not installed")
 websockets_client = pytest.importorskip(
@@ -181,3 +182,33 @@ def test_a_server_at_its_open_file_limit_refuses_the_rest_and_plays_on():
         outcomes, held = asyncio.run(burst(server.url, 4, lambda: health(server.url)))
         assert all(played(o) for o in outcomes), outcomes
         assert held["active_sessions"] == 4
+
+
+def test_step_threads_are_bounded_run_every_call_and_end_when_idle():
+    """More calls than threads, each waiting for all of the first batch to start: the pool
+    never passes its bound, runs every call, and its threads end once idle."""
+    pool = StepThreads(3, idle_timeout=0.2)
+    started = threading.Barrier(3)
+    first = [pool.submit(started.wait, WAIT) for _ in range(3)]  # three threads, all busy
+    rest = [pool.submit(lambda n=n: n * n) for n in range(20)]  # queued behind them
+    assert [f.result(WAIT) for f in rest] == [n * n for n in range(20)]
+    assert all(f.result(WAIT) is not None for f in first)
+    assert pool.threads <= 3
+    assert wait_for(lambda: pool.threads == 0, timeout=WAIT)
+    assert pool.submit(lambda: "again").result(WAIT) == "again"  # a thread starts anew
+    pool.shutdown()
+    with pytest.raises(RuntimeError, match="shut down"):
+        pool.submit(print)
+
+
+def test_idle_sessions_hold_no_threads():
+    """200 sessions held at once on a server with 8 step threads: the server's threads stay
+    within its own few and those 8, not one per session."""
+    count = 200
+    with ServerProcess(CALCULATOR, "--max-sessions", "400", "--step-threads", "8") as server:
+        before = process_stats(server.pid)["threads"]
+        outcomes, held = asyncio.run(
+            burst(server.url, count, while_held=lambda: process_stats(server.pid)["threads"])
+        )
+        assert all(played(o) for o in outcomes), [o for o in outcomes if not played(o)][:3]
+        assert held <= before + 8, (before, held)

@@ -61,6 +61,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "short pure-Python envs; a step that waits (sandbox, LLM user, MCP) stalls every session",
     )
     serve.add_argument(
+        "--step-threads",
+        type=int,
+        default=128,
+        metavar="N",
+        help="threads the sessions' env calls run on, at most: one per call in flight, none for "
+        "an idle session; calls past N wait their turn (raise it for steps that wait long, "
+        "e.g. an LLM user; default 128)",
+    )
+    serve.add_argument(
         "--token",
         help="bearer token clients must send (default: $TOOL_ENVS_SERVE_TOKEN); required to "
         "bind anything but a loopback address",
@@ -157,6 +166,6 @@ def _serve_on_ray(args: argparse.Namespace, config: Any) -> int:
 def _server_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options a server here (``ServeConfig``) and each server on Ray (``ServerSpec``) take
     alike."""
-    names = ("env_kwargs", "max_sessions", "session_timeout", "inline_steps")
+    names = ("env_kwargs", "max_sessions", "session_timeout", "inline_steps", "step_threads")
     names += ("handshake_timeout", "max_handshakes")
     return {name: getattr(args, name) for name in names}

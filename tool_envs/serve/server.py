@@ -3,9 +3,10 @@
 One WebSocket connection on ``/ws`` is one session with its own env, made with
 ``gymnasium.make(env_id, **env_kwargs)`` when the connection opens and closed when it ends: a
 ``close`` frame, a disconnect, an idle timeout, or the server shutting down. Each session's env
-calls run in the session's own thread, never on the event loop, so a slow step (a sandbox, a
-simulated user's API) stalls no other session and the loop keeps answering pings. With
-``inline_steps`` they run on the event loop instead: for envs whose steps are pure Python and
+calls run on the server's step threads (:mod:`.steps`: a thread per call in flight, at most
+``step_threads``, none for an idle session), never on the event loop, so a slow step (a
+sandbox, a simulated user's API) stalls no other session and the loop keeps answering pings.
+With ``inline_steps`` they run on the event loop instead: for envs whose steps are pure Python and
 short (Calculator, tau domains with the scripted user), where threads buy no concurrency under
 the GIL and the hand-off to a thread costs more than the step (see ``benchmarks/env_server.py``).
 
@@ -54,7 +55,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +68,7 @@ from tool_envs.serve import protocol
 from tool_envs.serve.handshake import HandshakeLimits, guarded_protocol, one_request_per_connection
 from tool_envs.serve.limits import OpenFiles, count_open_files, raise_open_file_limit
 from tool_envs.serve.protocol import Action, Observation, ResetData
+from tool_envs.serve.steps import StepThreads
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +93,9 @@ class ServeConfig:
         inline_steps: Run env calls on the event loop, not in each session's thread: less CPU a
             step for short, CPU-bound steps; a step that waits (a sandbox run, an LLM user, an
             MCP call) would stall every session of the server, so leave it off for those envs.
+        step_threads: Threads the sessions' env calls run on, at most (unless
+            ``inline_steps``): one per call in flight, none for an idle session; calls past it
+            wait their turn, so raise it for envs whose steps wait long (an LLM user).
         handshake_timeout: Seconds a new connection may take to send its first request head
             (an HTTP request, or the WebSocket upgrade); slower ones are closed.
         max_handshakes: Connections still sending that head at once; the next gets a 503.
@@ -105,6 +110,7 @@ class ServeConfig:
     max_message_bytes: int = 16 * 2**20
     token: str | None = None
     inline_steps: bool = False
+    step_threads: int = 128
     handshake_timeout: float = 10.0
     max_handshakes: int = 256
 
@@ -120,6 +126,8 @@ class ServeConfig:
                 "a bearer token is printable ASCII without spaces (it travels in an HTTP "
                 "header); pick another --token / $" + TOKEN_VARIABLE
             )
+        if self.step_threads < 1:
+            raise EnvConfigError(f"--step-threads must be >= 1, got {self.step_threads}")
         if self.max_sessions < 1:
             raise EnvConfigError(f"--max-sessions must be >= 1, got {self.max_sessions}")
         if self.session_timeout <= 0:
@@ -162,25 +170,23 @@ class _CapacityError(Exception):
 
 
 class Session:
-    """One client's env and the thread its calls run in."""
+    """One client's env; its calls run on the server's step threads (``threads``), one at a
+    time, or on the event loop (``config.inline_steps``, or no threads given)."""
 
-    def __init__(self, config: ServeConfig):
+    def __init__(self, config: ServeConfig, threads: StepThreads | None = None):
         self.id = uuid.uuid4().hex
         self.config = config
         self.env: gym.Env | None = None
         self.episode_id: str | None = None
         self.steps = 0
-        self._executor = (
-            None
-            if config.inline_steps
-            else ThreadPoolExecutor(max_workers=1, thread_name_prefix="tool-envs-session")
-        )
+        self._executor = None if config.inline_steps else threads
+        self._running: Future[Any] | None = None  # the call on a step thread now, if any
 
     async def call(self, function: Any, *args: Any) -> Any:
         if self._executor is None:
             return function(*args)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, function, *args)
+        self._running = self._executor.submit(function, *args)
+        return await asyncio.wrap_future(self._running)
 
     def make_env(self) -> None:
         self.env = gym.make(self.config.env_id, **dict(self.config.env_kwargs))
@@ -233,8 +239,8 @@ class Session:
         ).model_dump()
 
     def close(self) -> None:
-        """Close the env (in the session's thread, after any step still running) and let the
-        thread end."""
+        """Close the env: on a step thread, after any call of this session still running (a
+        client that left mid-step), so two calls never touch the env at once."""
 
         def close_env() -> None:
             if self.env is not None:
@@ -244,14 +250,22 @@ class Session:
                     logger.exception("closing the env of session %s failed", self.id)
                 self.env = None
 
-        if self._executor is None:
+        threads = self._executor
+        if threads is None:
             close_env()
             return
-        try:
-            self._executor.submit(close_env)
-        except RuntimeError:  # already shut down
-            return
-        self._executor.shutdown(wait=False)
+
+        def submit_close(_: object = None) -> None:
+            try:
+                threads.submit(close_env)
+            except RuntimeError:  # the server is stopping: close it here
+                close_env()
+
+        running = self._running
+        if running is not None and not running.done():
+            running.add_done_callback(submit_close)
+        else:
+            submit_close()
 
     def _env(self) -> gym.Env:
         if self.env is None:
@@ -260,12 +274,14 @@ class Session:
 
 
 class SessionManager:
-    """The open sessions of one server, bounded by ``max_sessions``."""
+    """The open sessions of one server, bounded by ``max_sessions``, and the step threads their
+    env calls run on."""
 
     def __init__(self, config: ServeConfig):
         self.config = config
         self.sessions: dict[str, Session] = {}
         self.opened = 0
+        self.threads = StepThreads(config.step_threads)
         self._lock = threading.Lock()
 
     @property
@@ -276,7 +292,7 @@ class SessionManager:
         with self._lock:
             if len(self.sessions) >= self.config.max_sessions:
                 raise _CapacityError(len(self.sessions), self.config.max_sessions)
-            session = Session(self.config)
+            session = Session(self.config, self.threads)
             self.sessions[session.id] = session  # the slot is taken while the env is made
             self.opened += 1
         try:
@@ -294,6 +310,11 @@ class SessionManager:
     def close_all(self) -> None:
         for session in list(self.sessions.values()):
             self.close(session)
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        """Close every session and wait (up to ``timeout`` s) until their envs are closed."""
+        self.close_all()
+        self.threads.shutdown(timeout)
 
 
 _ACTIONS = {"reset", "step", "state"}
@@ -742,7 +763,7 @@ class EnvServer:
     def stop(self) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=30)
-        self.manager.close_all()
+        self.manager.shutdown()
         self._socket.close()
 
     def __enter__(self) -> EnvServer:
@@ -844,7 +865,7 @@ def serve(config: ServeConfig) -> None:
         with _stop_signals_end_quietly(server):
             server.run(sockets=[sock])
     finally:
-        manager.close_all()
+        manager.shutdown()
         sock.close()
     print(f"stopped serving {config.env_id}", flush=True)
 
