@@ -10,14 +10,16 @@ each wait is bounded only so that a broken server fails instead of hanging.
 import asyncio
 import copy
 import json
+import os
 import resource
+import signal
 import sys
 import threading
 import urllib.request
 
 import gymnasium as gym
 import pytest
-from serve_helpers import ServerProcess, process_stats, wait_for
+from serve_helpers import ServerProcess, child_pids, process_stats, wait_for
 
 import tool_envs
 from tool_envs.calculator import tasks as calculator_tasks
@@ -212,3 +214,62 @@ def test_idle_sessions_hold_no_threads():
         )
         assert all(played(o) for o in outcomes), [o for o in outcomes if not played(o)][:3]
         assert held <= before + 8, (before, held)
+
+
+def capacity_answer(url: str) -> dict:
+    """The frame a new session gets from a server (a full one answers unasked, then closes)."""
+    from websockets.sync.client import connect
+
+    with connect(url.replace("http://", "ws://") + "/ws", compression=None) as ws:
+        return json.loads(ws.recv(timeout=WAIT))
+
+
+def test_workers_serve_behind_one_port_with_one_capacity():
+    """``--workers 2``: two processes behind one port; ``--max-sessions`` and ``/health`` count
+    both, a worker that dies is started again with its sessions counted as gone, SIGTERM stops
+    both, and a killed server's workers die with it."""
+    with ServerProcess(CALCULATOR, "--workers", "2", "--max-sessions", "6") as server:
+        workers = child_pids(server.pid)
+        assert len(workers) == 2, workers
+
+        def full() -> tuple[dict, dict]:
+            return health(server.url), capacity_answer(server.url)
+
+        outcomes, (held, refused) = asyncio.run(burst(server.url, 6, while_held=full))
+        assert all(played(o) for o in outcomes), outcomes
+        assert (held["active_sessions"], held["max_sessions"]) == (6, 6)
+        assert refused["data"]["code"] == "CAPACITY_REACHED", refused
+        assert wait_for(lambda: health(server.url)["active_sessions"] == 0)
+        # A worker killed while holding sessions: started again, its sessions forgotten.
+        killed = {}
+
+        def kill_one() -> None:
+            killed["pid"] = workers[0]
+            os.kill(workers[0], signal.SIGKILL)
+            wait_for(lambda: len(set(child_pids(server.pid)) - {workers[0]}) == 2, timeout=WAIT)
+
+        asyncio.run(burst(server.url, 6, while_held=kill_one))  # some sessions die with it
+        assert wait_for(lambda: health(server.url)["active_sessions"] == 0, timeout=WAIT)
+        outcomes, held = asyncio.run(burst(server.url, 6, lambda: health(server.url)))
+        assert all(played(o) for o in outcomes) and held["active_sessions"] == 6
+        workers = child_pids(server.pid)
+        assert len(workers) == 2 and killed["pid"] not in workers
+        assert "starting it again" in server.log()
+        server.stop()
+        assert server.process.returncode == 0
+        assert not [pid for pid in workers if os.path.exists(f"/proc/{pid}")]
+    with ServerProcess(CALCULATOR, "--workers", "2") as server:
+        workers = child_pids(server.pid)
+        server.kill()
+        assert wait_for(lambda: not any(os.path.exists(f"/proc/{p}") for p in workers), WAIT)
+
+
+def test_worker_and_thread_counts_are_checked_where_they_are_given():
+    from tool_envs.errors import EnvConfigError
+
+    with pytest.raises(EnvConfigError, match="--workers must be >= 1"):
+        ServeConfig(CALCULATOR, workers=-1)
+    with pytest.raises(EnvConfigError, match="--step-threads must be >= 1"):
+        ServeConfig(CALCULATOR, step_threads=0)
+    with pytest.raises(EnvConfigError, match="tool-envs serve --workers"):
+        EnvServer(ServeConfig(CALCULATOR, workers=2))

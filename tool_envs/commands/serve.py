@@ -61,6 +61,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "short pure-Python envs; a step that waits (sandbox, LLM user, MCP) stalls every session",
     )
     serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="processes serving behind the one port (0: one per CPU core); --max-sessions and "
+        "/health count all of them (default 1)",
+    )
+    serve.add_argument(
         "--step-threads",
         type=int,
         default=128,
@@ -127,10 +135,16 @@ def run(args: argparse.Namespace) -> int:
             port=args.port,
             max_message_bytes=args.max_message_bytes,
             token=args.token or os.environ.get(TOKEN_VARIABLE) or None,
+            workers=args.workers if args.workers != 0 else os.cpu_count() or 1,
             **_server_options(args),
         )
     except EnvConfigError as exc:
         args.command_parser.error(str(exc))
+    if args.ray is not None and args.workers != 1:
+        args.command_parser.error(
+            "--workers serves one server from several processes here; on Ray, --ray N "
+            "starts N servers"
+        )
     if args.ray is not None:
         return _serve_on_ray(args, config)
     try:

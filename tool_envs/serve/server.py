@@ -19,7 +19,8 @@ What keeps a server standing:
   would leave fewer than a reserve of descriptors free is answered 503 at once (one log line),
   so the accept loop never meets ``EMFILE`` and held sessions never lack a file;
 * ``max_sessions``: a full server answers a new connection with OpenEnv's ``CAPACITY_REACHED``
-  error frame and closes it; the open sessions are untouched;
+  error frame and closes it; the open sessions are untouched; with ``workers`` (:mod:`.workers`)
+  it counts the sessions of every worker process;
 * ``session_timeout``: a session that sends nothing for that long is closed and its env
   released (a client that vanished without closing its socket; WebSocket pings catch dead
   peers sooner);
@@ -66,9 +67,15 @@ from tool_envs.core.chat_env import ServableEnv, chat_env, servable_env
 from tool_envs.errors import EnvConfigError, MissingDependencyError, TaskRowError, ToolEnvsError
 from tool_envs.serve import protocol
 from tool_envs.serve.handshake import HandshakeLimits, guarded_protocol, one_request_per_connection
-from tool_envs.serve.limits import OpenFiles, count_open_files, raise_open_file_limit
+from tool_envs.serve.limits import (
+    OpenFiles,
+    count_open_files,
+    open_file_limit,
+    raise_open_file_limit,
+)
 from tool_envs.serve.protocol import Action, Observation, ResetData
 from tool_envs.serve.steps import StepThreads
+from tool_envs.serve.workers import SharedSessions, run_workers
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +103,8 @@ class ServeConfig:
         step_threads: Threads the sessions' env calls run on, at most (unless
             ``inline_steps``): one per call in flight, none for an idle session; calls past it
             wait their turn, so raise it for envs whose steps wait long (an LLM user).
+        workers: Processes serving behind the one port (``tool-envs serve`` only; see
+            :mod:`.workers`); ``max_sessions`` and ``max_handshakes`` are the whole server's.
         handshake_timeout: Seconds a new connection may take to send its first request head
             (an HTTP request, or the WebSocket upgrade); slower ones are closed.
         max_handshakes: Connections still sending that head at once; the next gets a 503.
@@ -111,6 +120,7 @@ class ServeConfig:
     token: str | None = None
     inline_steps: bool = False
     step_threads: int = 128
+    workers: int = 1
     handshake_timeout: float = 10.0
     max_handshakes: int = 256
 
@@ -125,6 +135,11 @@ class ServeConfig:
             raise EnvConfigError(
                 "a bearer token is printable ASCII without spaces (it travels in an HTTP "
                 "header); pick another --token / $" + TOKEN_VARIABLE
+            )
+        if self.workers < 1:
+            raise EnvConfigError(
+                f"--workers must be >= 1 (the command line takes 0: one per core), "
+                f"got {self.workers}"
             )
         if self.step_threads < 1:
             raise EnvConfigError(f"--step-threads must be >= 1, got {self.step_threads}")
@@ -277,21 +292,28 @@ class SessionManager:
     """The open sessions of one server, bounded by ``max_sessions``, and the step threads their
     env calls run on."""
 
-    def __init__(self, config: ServeConfig):
+    def __init__(self, config: ServeConfig, shared: SharedSessions | None = None, worker: int = 0):
         self.config = config
         self.sessions: dict[str, Session] = {}
         self.opened = 0
         self.threads = StepThreads(config.step_threads)
+        self.shared, self.worker = shared, worker  # the count of all the server's workers
         self._lock = threading.Lock()
 
     @property
     def active(self) -> int:
-        return len(self.sessions)
+        """Sessions open in the whole server (every worker process of it)."""
+        return len(self.sessions) if self.shared is None else self.shared.total()
 
     async def open(self) -> Session:
+        limit = self.config.max_sessions
         with self._lock:
-            if len(self.sessions) >= self.config.max_sessions:
-                raise _CapacityError(len(self.sessions), self.config.max_sessions)
+            if self.shared is not None:
+                total = self.shared.take(self.worker, limit)
+                if total is not None:
+                    raise _CapacityError(total, limit)
+            elif len(self.sessions) >= limit:
+                raise _CapacityError(len(self.sessions), limit)
             session = Session(self.config, self.threads)
             self.sessions[session.id] = session  # the slot is taken while the env is made
             self.opened += 1
@@ -304,7 +326,9 @@ class SessionManager:
 
     def close(self, session: Session) -> None:
         with self._lock:
-            self.sessions.pop(session.id, None)
+            closed = self.sessions.pop(session.id, None)
+        if closed is not None and self.shared is not None:
+            self.shared.give_back(self.worker)
         session.close()
 
     def close_all(self) -> None:
@@ -730,6 +754,11 @@ class EnvServer:
     def __init__(self, config: ServeConfig):
         import uvicorn
 
+        if config.workers != 1:
+            raise EnvConfigError(
+                f"EnvServer serves from this process; for {config.workers} worker processes "
+                "run `tool-envs serve --workers`"
+            )
         self.config = config
         self.manager = SessionManager(config)
         self.handshakes = HandshakeLimits(config.handshake_timeout, config.max_handshakes)
@@ -833,7 +862,7 @@ def serve(config: ServeConfig) -> None:
             ``config.env_kwargs`` (one line naming the value and the fix).
     """
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401 - missing: named now, not in a worker
     except ImportError as exc:
         raise MissingDependencyError("uvicorn", "serve", "tool-envs serve") from exc
     raise_open_file_limit()  # a connection and each of its env's files is a descriptor
@@ -850,24 +879,57 @@ def serve(config: ServeConfig) -> None:
     # lives as long as the server: out of the collector's sight, a full collection scans only
     # what sessions made, instead of stalling every session for ~0.1 s.
     gc.freeze()
-    manager = SessionManager(config)
-    app = build_app(config, manager)
     port = sock.getsockname()[1]
-    handshakes = HandshakeLimits(config.handshake_timeout, config.max_handshakes)
-    files = OpenFiles(per_session=per_session)
-    server = uvicorn.Server(_uvicorn_config(app, config, handshakes, files))
-    print(
-        f"serving {config.env_id} on http://{_url_host(config.host)}:{port} "
-        f"(ws /ws, max {config.max_sessions} sessions, open-file limit {files.limit})",
-        flush=True,
+
+    def announce() -> None:
+        print(
+            f"serving {config.env_id} on http://{_url_host(config.host)}:{port} "
+            f"(ws /ws, max {config.max_sessions} sessions, {config.workers} worker process"
+            f"{'es' if config.workers > 1 else ''}, open-file limit {open_file_limit()})",
+            flush=True,
+        )
+
+    try:
+        if config.workers == 1:
+            _serve_on(sock, config, per_session, announce=announce)
+        else:
+            run_workers(
+                config.workers,
+                lambda shared, index: _serve_on(sock, config, per_session, shared, index),
+                announce,
+            )
+    finally:
+        sock.close()
+    print(f"stopped serving {config.env_id}", flush=True)
+
+
+def _serve_on(
+    sock: socket.socket,
+    config: ServeConfig,
+    per_session: int,
+    shared: SharedSessions | None = None,
+    worker: int = 0,
+    announce: Any = None,
+) -> None:
+    """Run the app on ``sock`` in this process until SIGINT or SIGTERM, then close every
+    session's env; ``shared`` counts the sessions of all the server's worker processes."""
+    import uvicorn
+
+    manager = SessionManager(config, shared, worker)
+    app = build_app(config, manager)
+    handshakes = HandshakeLimits(
+        config.handshake_timeout, max(1, config.max_handshakes // config.workers)
     )
+    server = uvicorn.Server(
+        _uvicorn_config(app, config, handshakes, OpenFiles(per_session=per_session))
+    )
+    if announce is not None:
+        announce()
     try:
         with _stop_signals_end_quietly(server):
             server.run(sockets=[sock])
     finally:
         manager.shutdown()
-        sock.close()
-    print(f"stopped serving {config.env_id}", flush=True)
 
 
 def prepare_served_env(config: ServeConfig, *, servable: bool = True) -> int:
