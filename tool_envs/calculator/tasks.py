@@ -7,13 +7,14 @@ replay exactly and the answer is unambiguous.
 
 from __future__ import annotations
 
-import functools
 import json
 import operator
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
+
+from tool_envs.core.once import built_once
 
 ENV_ID = "tool_envs/Calculator-v0"
 _MAX_REPEATS = 10_000  # draws in a row that found only known expressions: the space is spent
@@ -135,7 +136,7 @@ def generate_splits(
     return splits
 
 
-@functools.lru_cache(maxsize=1)
+@built_once
 def default_splits() -> dict[str, list[dict[str, Any]]]:
     """The task set shipped with the env (also written to ``datasets/calculator``)."""
     return generate_splits()

@@ -61,6 +61,23 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "short pure-Python envs; a step that waits (sandbox, LLM user, MCP) stalls every session",
     )
     serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="processes serving behind the one port (0: one per CPU core); --max-sessions and "
+        "/health count all of them (default 1)",
+    )
+    serve.add_argument(
+        "--step-threads",
+        type=int,
+        default=128,
+        metavar="N",
+        help="threads the sessions' env calls run on, at most: one per call in flight, none for "
+        "an idle session; calls past N wait their turn (raise it for steps that wait long, "
+        "e.g. an LLM user; default 128)",
+    )
+    serve.add_argument(
         "--token",
         help="bearer token clients must send (default: $TOOL_ENVS_SERVE_TOKEN); required to "
         "bind anything but a loopback address",
@@ -118,10 +135,16 @@ def run(args: argparse.Namespace) -> int:
             port=args.port,
             max_message_bytes=args.max_message_bytes,
             token=args.token or os.environ.get(TOKEN_VARIABLE) or None,
+            workers=args.workers if args.workers != 0 else os.cpu_count() or 1,
             **_server_options(args),
         )
     except EnvConfigError as exc:
         args.command_parser.error(str(exc))
+    if args.ray is not None and args.workers != 1:
+        args.command_parser.error(
+            "--workers serves one server from several processes here; on Ray, --ray N "
+            "starts N servers"
+        )
     if args.ray is not None:
         return _serve_on_ray(args, config)
     try:
@@ -157,6 +180,6 @@ def _serve_on_ray(args: argparse.Namespace, config: Any) -> int:
 def _server_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options a server here (``ServeConfig``) and each server on Ray (``ServerSpec``) take
     alike."""
-    names = ("env_kwargs", "max_sessions", "session_timeout", "inline_steps")
+    names = ("env_kwargs", "max_sessions", "session_timeout", "inline_steps", "step_threads")
     names += ("handshake_timeout", "max_handshakes")
     return {name: getattr(args, name) for name in names}

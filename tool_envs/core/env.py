@@ -35,22 +35,41 @@ TaskSource = str | Sequence[Mapping[str, Any]]
 _DEFAULT_TASKS: OrderedDict[int, tuple[Sequence[Any], list[dict[str, Any]]]] = OrderedDict()
 _DEFAULT_TASK_SETS_KEPT = 8
 _DEFAULT_TASKS_LOCK = threading.Lock()  # an env server makes envs on several threads
+# A lock per list being validated: a cold server's first sessions all ask at once, and one
+# validates while the others wait for its rows (not each validating under the GIL).
+_VALIDATING: dict[int, threading.Lock] = {}
 
 
 def _validated_default_tasks(source: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """``load_tasks(source)``, reusing the rows of an earlier call on the same list."""
+    if not isinstance(source, list):  # a dataset or a file path may change under the same object
+        return list(load_tasks(source))
+    kept = _kept_default_tasks(source)
+    if kept is not None:
+        return kept
+    with _DEFAULT_TASKS_LOCK:
+        validating = _VALIDATING.setdefault(id(source), threading.Lock())
+    with validating:
+        kept = _kept_default_tasks(source)  # validated by the caller this one waited for
+        if kept is None:
+            rows = load_tasks(source)
+            with _DEFAULT_TASKS_LOCK:
+                _DEFAULT_TASKS[id(source)] = (source, rows)  # holding source keeps its id unique
+                while len(_DEFAULT_TASKS) > _DEFAULT_TASK_SETS_KEPT:
+                    _DEFAULT_TASKS.popitem(last=False)
+            kept = list(rows)
+        with _DEFAULT_TASKS_LOCK:
+            _VALIDATING.pop(id(source), None)
+    return kept
+
+
+def _kept_default_tasks(source: list[Any]) -> list[dict[str, Any]] | None:
     with _DEFAULT_TASKS_LOCK:
         kept = _DEFAULT_TASKS.get(id(source))
         if kept is not None and kept[0] is source and len(source) == len(kept[1]):
             _DEFAULT_TASKS.move_to_end(id(source))
             return list(kept[1])
-    rows = load_tasks(source)
-    if isinstance(source, list):  # a dataset or a file path may change under the same object
-        with _DEFAULT_TASKS_LOCK:
-            _DEFAULT_TASKS[id(source)] = (source, rows)  # holding source keeps its id unique
-            while len(_DEFAULT_TASKS) > _DEFAULT_TASK_SETS_KEPT:
-                _DEFAULT_TASKS.popitem(last=False)
-    return list(rows)
+    return None
 
 
 class ToolEnv(gym.Env[list[Message], Any], abc.ABC):

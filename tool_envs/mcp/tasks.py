@@ -38,6 +38,8 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
+from tool_envs.core.once import built_once
+
 ENV_ID = "tool_envs/MCP-v0"
 # Where task questions say the repository is; ``ensure_demo_repository`` builds it there.
 DEMO_REPO_PATH = "/tmp/tool-envs-mcp/demo-repo"
@@ -761,7 +763,7 @@ def generate_splits(
     return splits
 
 
-@functools.lru_cache(maxsize=1)
+@built_once
 def default_splits() -> dict[str, list[dict[str, Any]]]:
     """The shipped task set (also written to ``datasets/mcp_tasks``)."""
     return generate_splits()

@@ -25,12 +25,13 @@ Everything is drawn from ``random.Random(seed)``; the same seed gives the same c
 
 from __future__ import annotations
 
-import functools
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from tool_envs.core.once import built_once
 
 __all__ = [
     "CORPUS_NAME",
@@ -489,7 +490,7 @@ def generate_corpus(seed: int = 0) -> list[dict[str, str]]:
     return _corpus_of(generate_world(seed), seed)
 
 
-@functools.lru_cache(maxsize=1)
+@built_once
 def _default_corpus() -> tuple[dict[str, str], ...]:
     return tuple(generate_corpus(0))
 
@@ -802,7 +803,7 @@ def generate_splits(
     return {split: splits[split] for split in sizes}
 
 
-@functools.lru_cache(maxsize=1)
+@built_once
 def _default_splits() -> dict[str, tuple[dict[str, Any], ...]]:
     return {name: tuple(rows) for name, rows in generate_splits().items()}
 

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tool_envs.serve.limits import OpenFiles
 
 _HEAD_END = b"\r\n\r\n"
 
@@ -53,9 +56,12 @@ class HandshakeLimits:
         )
 
 
-def guarded_protocol(limits: HandshakeLimits) -> type[asyncio.Protocol]:
+def guarded_protocol(
+    limits: HandshakeLimits, files: OpenFiles | None = None
+) -> type[asyncio.Protocol]:
     """An HTTP protocol class for ``uvicorn.Config(http=...)``: uvicorn's own, behind the
-    handshake timeout and bound of ``limits``."""
+    handshake timeout and bound of ``limits``, and (``files``) refusing a connection the
+    server's open-file limit has no room for."""
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
     class GuardedHTTPProtocol(asyncio.Protocol):
@@ -69,6 +75,11 @@ def guarded_protocol(limits: HandshakeLimits) -> type[asyncio.Protocol]:
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             self._transport = transport  # type: ignore[assignment]
+            if files is not None and not files.admit():
+                self._refused = True
+                transport.write(files.refusal())  # type: ignore[attr-defined]
+                transport.close()
+                return
             if limits.pending >= limits.limit:
                 self._refused = True
                 limits.refused += 1

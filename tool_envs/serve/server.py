@@ -3,16 +3,24 @@
 One WebSocket connection on ``/ws`` is one session with its own env, made with
 ``gymnasium.make(env_id, **env_kwargs)`` when the connection opens and closed when it ends: a
 ``close`` frame, a disconnect, an idle timeout, or the server shutting down. Each session's env
-calls run in the session's own thread, never on the event loop, so a slow step (a sandbox, a
-simulated user's API) stalls no other session and the loop keeps answering pings. With
-``inline_steps`` they run on the event loop instead: for envs whose steps are pure Python and
+calls run on the server's step threads (:mod:`.steps`: a thread per call in flight, at most
+``step_threads``, none for an idle session), never on the event loop, so a slow step (a
+sandbox, a simulated user's API) stalls no other session and the loop keeps answering pings.
+With ``inline_steps`` they run on the event loop instead: for envs whose steps are pure Python and
 short (Calculator, tau domains with the scripted user), where threads buy no concurrency under
 the GIL and the hand-off to a thread costs more than the step (see ``benchmarks/env_server.py``).
 
 What keeps a server standing:
 
+* a warm start: before it listens, the server plays one short episode on its env through the
+  sessions' code (:func:`prepare_served_env`), so no session's first reset or step builds or
+  imports anything, and a cold server's first burst of sessions is served as a warm one;
+* open files (:mod:`.limits`): the soft limit is raised to the hard one, and a connection that
+  would leave fewer than a reserve of descriptors free is answered 503 at once (one log line),
+  so the accept loop never meets ``EMFILE`` and held sessions never lack a file;
 * ``max_sessions``: a full server answers a new connection with OpenEnv's ``CAPACITY_REACHED``
-  error frame and closes it; the open sessions are untouched;
+  error frame and closes it; the open sessions are untouched; with ``workers`` (:mod:`.workers`)
+  it counts the sessions of every worker process;
 * ``session_timeout``: a session that sends nothing for that long is closed and its env
   released (a client that vanished without closing its socket; WebSocket pings catch dead
   peers sooner);
@@ -33,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import errno
 import gc
 import hmac
@@ -47,7 +56,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,7 +67,15 @@ from tool_envs.core.chat_env import ServableEnv, chat_env, servable_env
 from tool_envs.errors import EnvConfigError, MissingDependencyError, TaskRowError, ToolEnvsError
 from tool_envs.serve import protocol
 from tool_envs.serve.handshake import HandshakeLimits, guarded_protocol, one_request_per_connection
+from tool_envs.serve.limits import (
+    OpenFiles,
+    count_open_files,
+    open_file_limit,
+    raise_open_file_limit,
+)
 from tool_envs.serve.protocol import Action, Observation, ResetData
+from tool_envs.serve.steps import StepThreads
+from tool_envs.serve.workers import SharedSessions, run_workers
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +100,11 @@ class ServeConfig:
         inline_steps: Run env calls on the event loop, not in each session's thread: less CPU a
             step for short, CPU-bound steps; a step that waits (a sandbox run, an LLM user, an
             MCP call) would stall every session of the server, so leave it off for those envs.
+        step_threads: Threads the sessions' env calls run on, at most (unless
+            ``inline_steps``): one per call in flight, none for an idle session; calls past it
+            wait their turn, so raise it for envs whose steps wait long (an LLM user).
+        workers: Processes serving behind the one port (``tool-envs serve`` only; see
+            :mod:`.workers`); ``max_sessions`` and ``max_handshakes`` are the whole server's.
         handshake_timeout: Seconds a new connection may take to send its first request head
             (an HTTP request, or the WebSocket upgrade); slower ones are closed.
         max_handshakes: Connections still sending that head at once; the next gets a 503.
@@ -97,6 +119,8 @@ class ServeConfig:
     max_message_bytes: int = 16 * 2**20
     token: str | None = None
     inline_steps: bool = False
+    step_threads: int = 128
+    workers: int = 1
     handshake_timeout: float = 10.0
     max_handshakes: int = 256
 
@@ -112,6 +136,13 @@ class ServeConfig:
                 "a bearer token is printable ASCII without spaces (it travels in an HTTP "
                 "header); pick another --token / $" + TOKEN_VARIABLE
             )
+        if self.workers < 1:
+            raise EnvConfigError(
+                f"--workers must be >= 1 (the command line takes 0: one per core), "
+                f"got {self.workers}"
+            )
+        if self.step_threads < 1:
+            raise EnvConfigError(f"--step-threads must be >= 1, got {self.step_threads}")
         if self.max_sessions < 1:
             raise EnvConfigError(f"--max-sessions must be >= 1, got {self.max_sessions}")
         if self.session_timeout <= 0:
@@ -154,25 +185,23 @@ class _CapacityError(Exception):
 
 
 class Session:
-    """One client's env and the thread its calls run in."""
+    """One client's env; its calls run on the server's step threads (``threads``), one at a
+    time, or on the event loop (``config.inline_steps``, or no threads given)."""
 
-    def __init__(self, config: ServeConfig):
+    def __init__(self, config: ServeConfig, threads: StepThreads | None = None):
         self.id = uuid.uuid4().hex
         self.config = config
         self.env: gym.Env | None = None
         self.episode_id: str | None = None
         self.steps = 0
-        self._executor = (
-            None
-            if config.inline_steps
-            else ThreadPoolExecutor(max_workers=1, thread_name_prefix="tool-envs-session")
-        )
+        self._executor = None if config.inline_steps else threads
+        self._running: Future[Any] | None = None  # the call on a step thread now, if any
 
     async def call(self, function: Any, *args: Any) -> Any:
         if self._executor is None:
             return function(*args)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, function, *args)
+        self._running = self._executor.submit(function, *args)
+        return await asyncio.wrap_future(self._running)
 
     def make_env(self) -> None:
         self.env = gym.make(self.config.env_id, **dict(self.config.env_kwargs))
@@ -225,8 +254,8 @@ class Session:
         ).model_dump()
 
     def close(self) -> None:
-        """Close the env (in the session's thread, after any step still running) and let the
-        thread end."""
+        """Close the env: on a step thread, after any call of this session still running (a
+        client that left mid-step), so two calls never touch the env at once."""
 
         def close_env() -> None:
             if self.env is not None:
@@ -236,14 +265,22 @@ class Session:
                     logger.exception("closing the env of session %s failed", self.id)
                 self.env = None
 
-        if self._executor is None:
+        threads = self._executor
+        if threads is None:
             close_env()
             return
-        try:
-            self._executor.submit(close_env)
-        except RuntimeError:  # already shut down
-            return
-        self._executor.shutdown(wait=False)
+
+        def submit_close(_: object = None) -> None:
+            try:
+                threads.submit(close_env)
+            except RuntimeError:  # the server is stopping: close it here
+                close_env()
+
+        running = self._running
+        if running is not None and not running.done():
+            running.add_done_callback(submit_close)
+        else:
+            submit_close()
 
     def _env(self) -> gym.Env:
         if self.env is None:
@@ -252,23 +289,32 @@ class Session:
 
 
 class SessionManager:
-    """The open sessions of one server, bounded by ``max_sessions``."""
+    """The open sessions of one server, bounded by ``max_sessions``, and the step threads their
+    env calls run on."""
 
-    def __init__(self, config: ServeConfig):
+    def __init__(self, config: ServeConfig, shared: SharedSessions | None = None, worker: int = 0):
         self.config = config
         self.sessions: dict[str, Session] = {}
         self.opened = 0
+        self.threads = StepThreads(config.step_threads)
+        self.shared, self.worker = shared, worker  # the count of all the server's workers
         self._lock = threading.Lock()
 
     @property
     def active(self) -> int:
-        return len(self.sessions)
+        """Sessions open in the whole server (every worker process of it)."""
+        return len(self.sessions) if self.shared is None else self.shared.total()
 
     async def open(self) -> Session:
+        limit = self.config.max_sessions
         with self._lock:
-            if len(self.sessions) >= self.config.max_sessions:
-                raise _CapacityError(len(self.sessions), self.config.max_sessions)
-            session = Session(self.config)
+            if self.shared is not None:
+                total = self.shared.take(self.worker, limit)
+                if total is not None:
+                    raise _CapacityError(total, limit)
+            elif len(self.sessions) >= limit:
+                raise _CapacityError(len(self.sessions), limit)
+            session = Session(self.config, self.threads)
             self.sessions[session.id] = session  # the slot is taken while the env is made
             self.opened += 1
         try:
@@ -280,12 +326,19 @@ class SessionManager:
 
     def close(self, session: Session) -> None:
         with self._lock:
-            self.sessions.pop(session.id, None)
+            closed = self.sessions.pop(session.id, None)
+        if closed is not None and self.shared is not None:
+            self.shared.give_back(self.worker)
         session.close()
 
     def close_all(self) -> None:
         for session in list(self.sessions.values()):
             self.close(session)
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        """Close every session and wait (up to ``timeout`` s) until their envs are closed."""
+        self.close_all()
+        self.threads.shutdown(timeout)
 
 
 _ACTIONS = {"reset", "step", "state"}
@@ -701,19 +754,33 @@ class EnvServer:
     def __init__(self, config: ServeConfig):
         import uvicorn
 
+        if config.workers != 1:
+            raise EnvConfigError(
+                f"EnvServer serves from this process; for {config.workers} worker processes "
+                "run `tool-envs serve --workers`"
+            )
         self.config = config
         self.manager = SessionManager(config)
         self.handshakes = HandshakeLimits(config.handshake_timeout, config.max_handshakes)
+        self.files = OpenFiles()
         self.app = build_app(config, self.manager)
         self._socket = bind_socket(config.host, config.port)
         self.port = self._socket.getsockname()[1]
         self.url = f"http://{_url_host(config.host)}:{self.port}"
-        self._server = uvicorn.Server(_uvicorn_config(self.app, config, self.handshakes))
+        self._server = uvicorn.Server(
+            _uvicorn_config(self.app, config, self.handshakes, self.files)
+        )
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
         )
 
     def start(self) -> EnvServer:
+        """Warm the env (:func:`prepare_served_env`), then serve; returns once listening."""
+        try:
+            self.files.per_session = prepare_served_env(self.config, servable=False)
+        except BaseException:
+            self._socket.close()
+            raise
         self._thread.start()
         deadline = time.monotonic() + 30
         while not self._server.started:
@@ -725,7 +792,7 @@ class EnvServer:
     def stop(self) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=30)
-        self.manager.close_all()
+        self.manager.shutdown()
         self._socket.close()
 
     def __enter__(self) -> EnvServer:
@@ -768,12 +835,14 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _uvicorn_config(app: Any, config: ServeConfig, handshakes: HandshakeLimits) -> Any:
+def _uvicorn_config(
+    app: Any, config: ServeConfig, handshakes: HandshakeLimits, files: OpenFiles
+) -> Any:
     import uvicorn
 
     return uvicorn.Config(
         one_request_per_connection(app),
-        http=guarded_protocol(handshakes),
+        http=guarded_protocol(handshakes, files),
         log_level="warning",
         ws="websockets-sansio",
         ws_max_size=config.max_message_bytes,
@@ -793,15 +862,16 @@ def serve(config: ServeConfig) -> None:
             ``config.env_kwargs`` (one line naming the value and the fix).
     """
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401 - missing: named now, not in a worker
     except ImportError as exc:
         raise MissingDependencyError("uvicorn", "serve", "tool-envs serve") from exc
+    raise_open_file_limit()  # a connection and each of its env's files is a descriptor
     try:  # first: a taken port fails at once
         sock = bind_socket(config.host, config.port)
     except OSError as exc:
         raise EnvConfigError(_bind_failure(config.host, config.port, exc)) from None
     try:
-        check_served_env(config)  # a bad --env-kwargs fails here, once, not in every session
+        per_session = prepare_served_env(config)  # a bad --env-kwargs fails here, once
     except BaseException:
         sock.close()
         raise
@@ -809,28 +879,76 @@ def serve(config: ServeConfig) -> None:
     # lives as long as the server: out of the collector's sight, a full collection scans only
     # what sessions made, instead of stalling every session for ~0.1 s.
     gc.freeze()
-    manager = SessionManager(config)
-    app = build_app(config, manager)
     port = sock.getsockname()[1]
-    handshakes = HandshakeLimits(config.handshake_timeout, config.max_handshakes)
-    server = uvicorn.Server(_uvicorn_config(app, config, handshakes))
-    print(
-        f"serving {config.env_id} on http://{_url_host(config.host)}:{port} "
-        f"(ws /ws, max {config.max_sessions} sessions)",
-        flush=True,
-    )
+
+    def announce() -> None:
+        print(
+            f"serving {config.env_id} on http://{_url_host(config.host)}:{port} "
+            f"(ws /ws, max {config.max_sessions} sessions, {config.workers} worker process"
+            f"{'es' if config.workers > 1 else ''}, open-file limit {open_file_limit()})",
+            flush=True,
+        )
+
     try:
-        with _stop_signals_end_quietly(server):
-            server.run(sockets=[sock])
+        if config.workers == 1:
+            _serve_on(sock, config, per_session, announce=announce)
+        else:
+            run_workers(
+                config.workers,
+                lambda shared, index: _serve_on(sock, config, per_session, shared, index),
+                announce,
+            )
     finally:
-        manager.close_all()
         sock.close()
     print(f"stopped serving {config.env_id}", flush=True)
 
 
-def check_served_env(config: ServeConfig) -> None:
-    """Make and close the env once: a constructor that refuses the arguments is named, and so
-    is each read of :class:`~tool_envs.core.chat_env.ServableEnv` the env lacks."""
+def _serve_on(
+    sock: socket.socket,
+    config: ServeConfig,
+    per_session: int,
+    shared: SharedSessions | None = None,
+    worker: int = 0,
+    announce: Any = None,
+) -> None:
+    """Run the app on ``sock`` in this process until SIGINT or SIGTERM, then close every
+    session's env; ``shared`` counts the sessions of all the server's worker processes."""
+    import uvicorn
+
+    manager = SessionManager(config, shared, worker)
+    app = build_app(config, manager)
+    handshakes = HandshakeLimits(
+        config.handshake_timeout, max(1, config.max_handshakes // config.workers)
+    )
+    server = uvicorn.Server(
+        _uvicorn_config(app, config, handshakes, OpenFiles(per_session=per_session))
+    )
+    if announce is not None:
+        announce()
+    try:
+        with _stop_signals_end_quietly(server):
+            server.run(sockets=[sock])
+    finally:
+        manager.shutdown()
+
+
+def prepare_served_env(config: ServeConfig, *, servable: bool = True) -> int:
+    """Make the env, play a short episode on it through the sessions' own code, and close it,
+    before the server takes a connection; returns the descriptors the env held (what each
+    session will hold besides its connection).
+
+    Making it once names a constructor that refuses the arguments, and (``servable``) each read
+    of :class:`~tool_envs.core.chat_env.ServableEnv` the env lacks; :class:`EnvServer` serves a
+    chat env without them (its task routes answer 501). The episode (a reset, a turn that calls
+    every tool taking arguments with none, a turn as a chat API sends it, a state) builds and
+    imports what a session's first reset and step need: the task set, the tools' argument
+    checks, the parsers, the protocol's models. Without it a cold server's first burst of
+    sessions each built them at once under the GIL, and timed out.
+
+    Raises:
+        EnvConfigError: the env cannot be made with ``config.env_kwargs``, or cannot be served.
+    """
+    before = count_open_files()
     try:
         env = gym.make(config.env_id, **dict(config.env_kwargs))
     except (TypeError, ValueError, ToolEnvsError, gym.error.Error) as exc:
@@ -838,12 +956,63 @@ def check_served_env(config: ServeConfig) -> None:
         raise EnvConfigError(
             f"cannot make {config.env_id} with --env-kwargs {given}: {exc}"
         ) from exc
+    session = Session(dataclasses.replace(config, inline_steps=True))
+    session.env = env
     try:
-        servable_env(env)
+        if servable:
+            servable_env(env)
+        chat_env(env)
     except TypeError as exc:
-        raise EnvConfigError(f"cannot serve {config.env_id}: {exc}") from None
+        session.close()
+        if servable:
+            raise EnvConfigError(f"cannot serve {config.env_id}: {exc}") from None
+        return 0  # its sessions will say what it lacks
+    try:
+        with ThreadPoolExecutor(1, thread_name_prefix="tool-envs-warm-up") as thread:
+            thread.submit(asyncio.run, _warm_up_episode(session)).result()
+        after = count_open_files()
     finally:
-        env.close()
+        session.close()
+    return max(0, after - before) if after is not None and before is not None else 0
+
+
+async def _warm_up_episode(session: Session) -> None:
+    """One episode's frames (see :func:`prepare_served_env`); a failure is logged, not raised:
+    sessions will meet it and say what it is."""
+    tools = [tool["function"] for tool in chat_env(session.env).tools]  # type: ignore[arg-type]
+    # Calls with no arguments to tools that need some: every argument check is compiled and
+    # fails, and no tool runs (a tool that takes none could write, or wait on a server).
+    calls = [
+        {"name": tool["name"], "arguments": {}}
+        for tool in tools
+        if tool.get("parameters", {}).get("required")
+    ] or [{"name": "tool_envs_warm_up", "arguments": {}}]
+    text = "\n".join(f"<tool_call>\n{json.dumps(call)}\n</tool_call>" for call in calls)
+    message = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": f"warm-{i}", "type": "function", "function": {**call, "arguments": "{}"}}
+            for i, call in enumerate(calls)
+        ],
+    }
+    frames = [
+        {"type": "reset", "data": {"seed": 0}},
+        {"type": "step", "data": {"text": text}},
+        {"type": "step", "data": {"message": message}},
+        {"type": "state"},
+    ]
+    for number, frame in enumerate(frames):
+        reply, _ = await handle_frame(session, protocol.dumps(frame))
+        answer = protocol.loads(reply or "{}")
+        if number < 2 and answer.get("type") == "error":
+            logger.warning(
+                "the warm-up episode of %s failed at its %s: %s (sessions may meet the same)",
+                session.config.env_id,
+                frame["type"],
+                answer.get("data", {}).get("message"),
+            )
+            return
 
 
 @contextlib.contextmanager

@@ -12,7 +12,6 @@ measures a policy on people and orders no training task used.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import random
@@ -20,6 +19,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
+from tool_envs.core.once import built_once
 from tool_envs.tau.db import BaseTables, Database, Tables
 from tool_envs.tau.domain import Domain, seeded_generator
 from tool_envs.tau.drafts import Action, Finished
@@ -316,6 +316,6 @@ def _in_share(share: float, seed: int, inside: bool) -> Callable[[str], bool]:
     return held
 
 
-@functools.cache
+@built_once
 def _default_splits(source: TaskSource) -> dict[str, list[dict[str, Any]]]:
     return source.generate()

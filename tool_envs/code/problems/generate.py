@@ -9,13 +9,13 @@ draws on every family in proportion to its size.
 
 from __future__ import annotations
 
-import functools
 import random
 from typing import Any
 
 from tool_envs.code.problems.assemble import assemble
 from tool_envs.code.problems.families import FAMILIES
 from tool_envs.code.problems.model import CodeProblem, Draft, Family
+from tool_envs.core.once import built_once
 
 DEFAULT_SIZES: dict[str, int] = {"train": 320, "test": 72}
 
@@ -86,13 +86,13 @@ def generate_splits(
     return {split: [p.row() for p in items] for split, items in problems.items()}
 
 
-@functools.cache
+@built_once
 def default_problems() -> dict[str, list[CodeProblem]]:
     """The shipped problems, with their broken variants (for tests and audits)."""
     return generate_code_problems()
 
 
-@functools.cache
+@built_once
 def default_splits() -> dict[str, list[dict[str, Any]]]:
     """The task set shipped with the env (also written to ``datasets/code_tasks``)."""
     return {split: [p.row() for p in items] for split, items in default_problems().items()}

@@ -13,6 +13,7 @@ import logging
 import os
 from typing import Any
 
+from tool_envs.serve.limits import raise_open_file_limit
 from tool_envs.serve.server import EnvServer, ServeConfig
 
 logger = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ class EnvServerActor:
         self.node_id = context.get_node_id()
         if not config.host:
             config = dataclasses.replace(config, host=ray.util.get_node_ip_address())
+        raise_open_file_limit()  # the actor's process is the server's, as with `tool-envs serve`
         try:
             self.server = EnvServer(config).start()
         except OSError as exc:

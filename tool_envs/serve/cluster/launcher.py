@@ -54,6 +54,7 @@ class ServerSpec:
         max_restarts: Times Ray restarts a dead server before it is lost for good.
         session_timeout: Seconds a silent session is kept (``tool-envs serve``'s option).
         inline_steps: Run env steps on the server's event loop (``--inline-steps``).
+        step_threads: Threads the server's env calls run on, at most (``--step-threads``).
         handshake_timeout: Seconds a connection may take to send its first request
             (``--handshake-timeout``).
         max_handshakes: Connections still sending it, at once (``--max-handshakes``).
@@ -68,6 +69,7 @@ class ServerSpec:
     max_restarts: int = 3
     session_timeout: float = 600.0
     inline_steps: bool = False
+    step_threads: int = 128
     handshake_timeout: float = 10.0
     max_handshakes: int = 256
 
@@ -200,6 +202,7 @@ class RayEnvServers:
                         max_sessions=spec.max_sessions,
                         session_timeout=spec.session_timeout,
                         inline_steps=spec.inline_steps,
+                        step_threads=spec.step_threads,
                         token=token,
                         handshake_timeout=spec.handshake_timeout,
                         max_handshakes=spec.max_handshakes,

@@ -1,0 +1,207 @@
+"""How many once-a-second sessions one ``tool-envs serve`` holds, by serving mode, in one run.
+
+    python benchmarks/env_scale.py [--sessions 256 1024] [--seconds 20] [--arms default inline ...]
+
+S sessions of Calculator-v0 are opened at once on a server that has just started (no warm-up
+episode from the client: the server's own start-up is what is measured), then each steps once a
+second for ``--seconds`` (three tool calls, an answer, a reset, and again), from one asyncio
+process speaking the raw WebSocket protocol. Each arm is a fresh server:
+
+- ``default``: one process, env calls on the step threads (the baseline, the same run);
+- ``inline``: one process, ``--inline-steps`` (steps on the event loop);
+- ``workers2``, ``workers2-inline``: ``--workers 2``, two processes behind the one port.
+
+Reported per arm: sessions held (opened and reset), steps lost (an error or no answer within
+30 s), steps/s, step latency p50 / p99, the server's resident MB per session and threads
+(all its processes, read from ``/proc`` while every session is open), and this client's own CPU
+share and its lag (how late its once-a-second sends went out, p99): a client that lags is
+saturated, and its latencies say nothing of the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tool_envs.serve import EnvServerProcess
+
+ROOT = Path(__file__).resolve().parents[1]
+CALCULATOR = "tool_envs/Calculator-v0"
+ANSWER_WITHIN = 30.0
+ARMS: dict[str, tuple[str, ...]] = {
+    "default": (),
+    "inline": ("--inline-steps",),
+    "workers2": ("--workers", "2"),
+    "workers2-inline": ("--workers", "2", "--inline-steps"),
+}
+TURNS = [
+    *(
+        f'<tool_call>\n{{"name": "{name}", "arguments": {{"a": 6, "b": 3}}}}\n</tool_call>'
+        for name in ("add", "multiply", "divide")
+    ),
+    "The answer is 2.",
+]
+
+
+def server_stats(pid: int) -> tuple[float, int]:
+    """Resident MB and threads of ``pid`` and its children (the workers)."""
+    pids = [pid, *_children(pid)]
+    rss = threads = 0
+    for each in pids:
+        try:
+            status = Path(f"/proc/{each}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        rss += int(fields["VmRSS"].split()[0])
+        threads += int(fields["Threads"])
+    return rss / 1024, threads
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+async def play(url: str, sessions: int, seconds: float, pid: int) -> dict[str, Any]:
+    from websockets.asyncio.client import connect
+
+    ws_url = url.replace("http://", "ws://") + "/ws"
+    latencies: list[float] = []
+    lags: list[float] = []
+    lost = held = 0
+    opened, go = asyncio.Event(), asyncio.Event()  # all sessions answered; the clock started
+    settled = 0
+
+    def settle() -> None:
+        nonlocal settled
+        settled += 1
+        if settled == sessions:
+            opened.set()
+
+    async def ask(ws: Any, frame: dict[str, Any]) -> dict[str, Any]:
+        await ws.send(json.dumps(frame))
+        return json.loads(await asyncio.wait_for(ws.recv(), ANSWER_WITHIN))
+
+    async def session(seed: int) -> None:
+        nonlocal lost, held
+        try:
+            ws = await connect(ws_url, open_timeout=ANSWER_WITHIN, compression=None)
+        except Exception:
+            settle()
+            return
+        try:
+            try:
+                reset = await ask(ws, {"type": "reset", "data": {"seed": seed}})
+            except Exception:
+                settle()
+                return
+            held += reset["type"] == "observation"
+            settle()
+            await go.wait()
+            loop = asyncio.get_running_loop()
+            due = start + random.random()
+            turn = 0
+            while due < start + seconds:
+                await asyncio.sleep(max(0.0, due - loop.time()))
+                lags.append(loop.time() - due)
+                sent = time.perf_counter()
+                frame = (
+                    {"type": "reset", "data": {}}
+                    if turn == len(TURNS)
+                    else {"type": "step", "data": {"text": TURNS[turn]}}
+                )
+                try:
+                    answer = await ask(ws, frame)
+                except Exception:
+                    lost += 1
+                    return
+                latencies.append(time.perf_counter() - sent)
+                lost += answer["type"] != "observation"
+                turn = (turn + 1) % (len(TURNS) + 1)
+                due += 1.0
+        finally:
+            await ws.close()
+
+    async def measure() -> tuple[float, int]:
+        await opened.wait()
+        await asyncio.sleep(min(2.0, seconds / 2))
+        return await asyncio.to_thread(server_stats, pid)
+
+    start = float("inf")
+    cpu = time.process_time()
+    tasks = [asyncio.create_task(session(i)) for i in range(sessions)]
+    stats = asyncio.create_task(measure())
+    await opened.wait()
+    start = asyncio.get_running_loop().time() + 0.5
+    go.set()
+    began = time.monotonic()
+    await asyncio.gather(*tasks)
+    wall = time.monotonic() - began
+    mb, threads = await stats
+    latencies.sort()
+    lags.sort()
+
+    def quantile(values: list[float], q: float) -> float:
+        return values[min(len(values) - 1, int(q * len(values)))] * 1000 if values else 0.0
+
+    return {
+        "held": held,
+        "lost": lost,
+        "steps_per_s": len(latencies) / max(seconds, 1e-9),
+        "p50_ms": quantile(latencies, 0.5),
+        "p99_ms": quantile(latencies, 0.99),
+        "mb": mb,
+        "threads": threads,
+        "client_cpu": (time.process_time() - cpu) / max(wall, 1e-9),
+        "client_lag_p99_ms": quantile(lags, 0.99),
+    }
+
+
+def run_arm(arm: str, sessions: int, seconds: float) -> dict[str, Any]:
+    args = ("--max-sessions", "20000", "--max-handshakes", "20000", *ARMS[arm])
+    with EnvServerProcess(CALCULATOR, args=args, cwd=ROOT) as server:
+        base_mb, _ = server_stats(server.pid)
+        result = asyncio.run(play(server.url, sessions, seconds, server.pid))
+    result["mb_per_session"] = (result.pop("mb") - base_mb) / max(result["held"], 1)
+    return {"arm": arm, "sessions": sessions, **result}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, nargs="+", default=[256, 1024])
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--arms", nargs="+", choices=sorted(ARMS), default=list(ARMS))
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    args = parser.parse_args(argv)
+    rows = []
+    print(
+        "| arm | S | held | lost steps | steps/s | p50 / p99 ms | MB per session | threads "
+        "| client CPU | client lag p99 ms |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        flush=True,
+    )
+    for sessions in args.sessions:
+        for arm in args.arms:
+            row = run_arm(arm, sessions, args.seconds)
+            rows.append(row)
+            print(
+                f"| {arm} | {sessions:,} | {row['held']:,} | {row['lost']} "
+                f"| {row['steps_per_s']:,.0f} | {row['p50_ms']:.1f} / {row['p99_ms']:.1f} "
+                f"| {row['mb_per_session']:.3f} | {row['threads']} "
+                f"| {row['client_cpu']:.0%} | {row['client_lag_p99_ms']:.0f} |",
+                flush=True,
+            )
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
