@@ -15,7 +15,7 @@ BIN := $(VENV)/bin
 OPENENV_VENV ?= .venv-openenv
 OPENENV ?= openenv==0.10.0
 
-.PHONY: demo installs test test-fast test-slow lint format clean docs docs-serve
+.PHONY: demo installs test test-fast test-slow lint format clean docs docs-serve docs-check
 
 # pip byte-compiles what it installs one file at a time; installing with --no-compile and then
 # compiling the venv on every core took the train extra's install from 99 s to 77 s on 2 cores
@@ -73,6 +73,13 @@ $(DOCS_VENV)/.installed: docs/requirements.txt
 
 docs: $(DOCS_VENV)/.installed
 	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --clean --site-dir site
+
+# The built site as a reader meets it: every internal link and anchor resolves, and (where
+# Debian's chromium is installed) every page loads in headless Chromium with no console error.
+# DOCS_SHOTS=DIR also saves screenshots of the home page, a family page and an API page there.
+DOCS_SHOTS ?=
+docs-check: docs
+	$(DOCS_VENV)/bin/python docs/check_site.py --site site $(if $(DOCS_SHOTS),--shots $(DOCS_SHOTS))
 
 docs-serve: $(DOCS_VENV)/.installed
 	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:$(DOCS_PORT)

@@ -15,22 +15,22 @@ from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# (module, page, one line on what it holds), in the order of the navigation.
+# (module, page), in the order of the navigation; each page opens with its module's docstring.
 PACKAGES = [
-    ("tool_envs", "api/index.md", "What `import tool_envs` gives: the registry, the core names."),
-    ("tool_envs.core", "api/core.md", "The env contract: `ToolEnv`, messages, tools, parsers."),
-    ("tool_envs.data", "api/data.md", "Task rows: schema, loaders, dataset writing."),
-    ("tool_envs.calculator", "api/calculator.md", "The Calculator family."),
-    ("tool_envs.code", "api/code.md", "The CodeExec family and its task loaders."),
-    ("tool_envs.search", "api/search.md", "The WebSearch family and its providers."),
-    ("tool_envs.mcp", "api/mcp.md", "The MCP family."),
-    ("tool_envs.tau", "api/tau.md", "The tau engine: databases, domain tools, the tau env."),
-    ("tool_envs.tau2", "api/tau2.md", "The official tau2-bench domains' task rows."),
-    ("tool_envs.rollout", "api/rollout.md", "Rollout engines, generation backends, tokenization."),
-    ("tool_envs.serve", "api/serve.md", "Env servers and remote envs."),
-    ("tool_envs.eval", "api/eval.md", "Evaluation and the held-out comparison."),
-    ("tool_envs.integrations.trl", "api/trl.md", "The TRL integration."),
-    ("tool_envs.errors", "api/errors.md", "The one exception tree."),
+    ("tool_envs", "api/index.md"),
+    ("tool_envs.core", "api/core.md"),
+    ("tool_envs.data", "api/data.md"),
+    ("tool_envs.calculator", "api/calculator.md"),
+    ("tool_envs.code", "api/code.md"),
+    ("tool_envs.search", "api/search.md"),
+    ("tool_envs.mcp", "api/mcp.md"),
+    ("tool_envs.tau", "api/tau.md"),
+    ("tool_envs.tau2", "api/tau2.md"),
+    ("tool_envs.rollout", "api/rollout.md"),
+    ("tool_envs.serve", "api/serve.md"),
+    ("tool_envs.eval", "api/eval.md"),
+    ("tool_envs.integrations.trl", "api/trl.md"),
+    ("tool_envs.errors", "api/errors.md"),
 ]
 
 
@@ -68,8 +68,9 @@ def exports(module: str) -> list[str]:
     return [name for name in dict.fromkeys(names) if not name.startswith("__")]
 
 
-def page(module: str, summary: str) -> str:
+def page(module: str) -> str:
     names = exports(module)
+    summary = ""
     if module == "tool_envs":
         # The core names it re-exports are documented where they live; link them there.
         core = set(exports("tool_envs.core")) | set(exports("tool_envs.data"))
@@ -77,16 +78,16 @@ def page(module: str, summary: str) -> str:
         names = [name for name in names if name not in core]
         home = {name: "core" if name in exports("tool_envs.core") else "data" for name in again}
         links = ", ".join(f"[`{n}`][tool_envs.{home[n]}.{n}]" for n in again)
-        summary += f"\n\nAlso exported here, and documented where they live: {links}."
+        summary = f"\n## Also exported here\n\nDocumented where they live: {links}.\n"
     members = "\n".join(f"        - {name}" for name in names)
     return (
-        f"# `{module}`\n\n{summary}\n\n"
+        f"# `{module}`\n\n"
         f"::: {module}\n    options:\n      show_root_heading: false\n"
-        f"      members:\n{members}\n"
+        f"      members:\n{members}\n{summary}"
     )
 
 
 def on_files(files, config):
-    for module, uri, summary in PACKAGES:
-        files.append(File.generated(config, uri, content=page(module, summary)))
+    for module, uri in PACKAGES:
+        files.append(File.generated(config, uri, content=page(module)))
     return files
