@@ -15,7 +15,7 @@ BIN := $(VENV)/bin
 OPENENV_VENV ?= .venv-openenv
 OPENENV ?= openenv==0.10.0
 
-.PHONY: demo installs test test-fast test-slow lint format clean
+.PHONY: demo installs test test-fast test-slow lint format clean docs docs-serve docs-check
 
 # pip byte-compiles what it installs one file at a time; installing with --no-compile and then
 # compiling the venv on every core took the train extra's install from 99 s to 77 s on 2 cores
@@ -58,6 +58,32 @@ $(OPENENV_VENV)/.installed:
 	$(OPENENV_VENV)/bin/python $(COMPILE) $(OPENENV_VENV)/lib > /dev/null || true
 	touch $@
 
+# The documentation site (mkdocs.yml, docs/), in a venv of its own with the pinned toolchain of
+# docs/requirements.txt: griffe reads tool_envs as source, so neither torch nor any extra is
+# needed. `make docs` builds site/ in strict mode (a warning, a broken link or anchor, or a
+# docstring the API reference cannot render fails it); `make docs-serve` serves it on 127.0.0.1.
+DOCS_VENV ?= .venv-docs
+DOCS_PORT ?= 8000
+
+$(DOCS_VENV)/.installed: docs/requirements.txt
+	$(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(DOCS_VENV)/bin/python $(PIP_INSTALL) -r docs/requirements.txt
+	touch $@
+
+docs: $(DOCS_VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --clean --site-dir site
+
+# The built site as a reader meets it: every internal link and anchor resolves, and (where
+# Debian's chromium is installed) every page loads in headless Chromium with no console error.
+# DOCS_SHOTS=DIR also saves screenshots of the home page, a family page and an API page there.
+DOCS_SHOTS ?=
+docs-check: docs
+	$(DOCS_VENV)/bin/python docs/check_site.py --site site $(if $(DOCS_SHOTS),--shots $(DOCS_SHOTS))
+
+docs-serve: $(DOCS_VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:$(DOCS_PORT)
+
 demo: $(VENV)/.installed-train
 	$(BIN)/tool-envs calculator-tasks --out outputs/calculator-tasks --difficulty 1
 	$(BIN)/tool-envs tiny-model --env tool_envs/Calculator-v0 --out outputs/tiny-calculator
@@ -98,4 +124,4 @@ format: $(VENV)/.installed
 	$(BIN)/ruff format .
 
 clean:
-	rm -rf $(VENV) $(OPENENV_VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(OPENENV_VENV) $(DOCS_VENV) site build dist *.egg-info .pytest_cache .ruff_cache

@@ -1,5 +1,5 @@
-"""A user's own env, outside this repository: CONTRIBUTING's section, run as written, and the
-``module:namespace/Name-vN`` form wherever an env id is accepted."""
+"""A user's own env, outside this repository: the docs' "Your own env" page, run as written,
+and the ``module:namespace/Name-vN`` form wherever an env id is accepted."""
 
 from __future__ import annotations
 
@@ -27,29 +27,28 @@ BIN = Path(sys.executable).parent
 gym.register_envs(tool_envs)
 
 
-def contributing_section() -> tuple[str, list[str]]:
-    """The module and the commands of CONTRIBUTING's "your own env" section."""
-    text = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    section = text.split("## Your own env, outside this repository", 1)[1].split("\n## ", 1)[0]
-    blocks = dict(re.findall(r"```(python|bash)\n(.*?)```", section, re.S))
+def own_env_page() -> tuple[str, list[str]]:
+    """The module and the commands of the docs' "Your own env" page."""
+    text = (REPO / "docs" / "own-env.md").read_text(encoding="utf-8")
+    blocks = dict(re.findall(r"```(python|bash)\n(.*?)```", text, re.S))
     commands = blocks["bash"].replace("\\\n", " ").splitlines()
     return blocks["python"], [c for c in commands if c.strip()]
 
 
 @pytest.fixture(scope="module")
 def own_module(tmp_path_factory):
-    """``unitconv.py`` from CONTRIBUTING in a folder of its own, importable in this process."""
+    """``unitconv.py`` from the "Your own env" page in a folder of its own, importable here."""
     folder = tmp_path_factory.mktemp("own-env")
-    (folder / "unitconv.py").write_text(contributing_section()[0], encoding="utf-8")
+    (folder / "unitconv.py").write_text(own_env_page()[0], encoding="utf-8")
     sys.path.insert(0, str(folder))
     yield folder
     sys.path.remove(str(folder))
     sys.modules.pop("unitconv", None)
 
 
-def test_contributing_section_runs_as_written(own_module):
+def test_own_env_page_runs_as_written(own_module):
     """check, eval, tiny-model and 2 GRPO steps, from the folder that holds the module."""
-    _, commands = contributing_section()
+    _, commands = own_env_page()
     assert commands[0] == "export PYTHONPATH=$PWD"
     # The module's folder goes in front of the PYTHONPATH there is (a checkout run from it).
     path = os.pathsep.join(filter(None, [str(own_module), os.environ.get("PYTHONPATH")]))

@@ -1,4 +1,5 @@
-"""The README's Python snippets run as written (those that need no model, data set or GPU)."""
+"""The Python snippets of the README and of the docs pages (docs/**/*.md) run as written (those
+that need no model, data set or GPU)."""
 
 from __future__ import annotations
 
@@ -8,52 +9,62 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+PAGES = [README, *sorted(DOCS.rglob("*.md"))]
 _BLOCK = re.compile(r"^( *)```python\n(.*?)^\1```", re.DOTALL | re.MULTILINE)
 # Snippets that are fragments of a larger program, by a line they contain, and where the whole
 # program is tested instead.
 NOT_STANDALONE = {
     "trainer = ToolEnvsGRPOTrainer(": "needs a model and a data set: tests/test_recipes.py",
+    "# unitconv.py": "a module of its own: tests/test_own_env.py runs it as a file",
 }
 
 
-def _snippets() -> list[tuple[str, str]]:
+def _snippets() -> list[tuple[Path, str, str]]:
     found = []
-    for match in _BLOCK.finditer(README.read_text(encoding="utf-8")):
-        code = textwrap.dedent(match.group(2))
-        found.append((code.strip().splitlines()[0], code))
+    for page in PAGES:
+        for match in _BLOCK.finditer(page.read_text(encoding="utf-8")):
+            code = textwrap.dedent(match.group(2))
+            found.append((page, code.strip().splitlines()[0], code))
     return found
 
 
 SNIPPETS = [
     pytest.param(
+        page,
         code,
-        id=first,
+        id=f"{page.relative_to(ROOT)}: {first}",
         marks=[pytest.mark.skip(reason=why) for key, why in NOT_STANDALONE.items() if key in code],
     )
-    for first, code in _snippets()
+    for page, first, code in _snippets()
 ]
 
 
-def test_the_readme_has_snippets_that_run():
+def test_the_readme_and_the_docs_have_snippets_that_run():
     runnable = [p for p in SNIPPETS if not p.marks]
-    assert any("env.unwrapped.tools" in p.values[0] for p in runnable)
-    assert any('gym.make("tool_envs/Calculator-v0")' in p.values[0] for p in runnable)
+    assert any(
+        page == README and 'gym.make("tool_envs/Calculator-v0")' in code
+        for page, code in (p.values for p in runnable)
+    )
+    assert any("env.unwrapped.tools" in p.values[1] for p in runnable)
+    assert {p.values[0] for p in runnable} > {README}, "no docs page has a snippet that runs"
 
 
-@pytest.mark.parametrize("code", SNIPPETS)
-def test_readme_snippet_runs_as_written(code):
-    exec(compile(code, str(README), "exec"), {"__name__": "readme"})
+@pytest.mark.parametrize(("page", "code"), SNIPPETS)
+def test_snippet_runs_as_written(page, code):
+    exec(compile(code, str(page), "exec"), {"__name__": "readme"})
 
 
-def test_the_readme_states_the_calculator_task_set_as_the_code_builds_it():
+def test_the_docs_state_the_calculator_task_set_as_the_code_builds_it():
     from collections import Counter
 
     from tool_envs.calculator.tasks import default_splits
 
     splits = default_splits()
     operations = Counter(task["extra_info"]["difficulty"] for task in splits["train"])
-    text = " ".join(README.read_text(encoding="utf-8").split())
+    text = " ".join((DOCS / "envs" / "calculator.md").read_text(encoding="utf-8").split())
     assert (
         f"the Calculator env's default task set holds {len(splits['train']):,} training tasks "
         f"({operations[1]} of one operation, {operations[2]} of two, {operations[3]} of three) "

@@ -5,7 +5,7 @@ returned, the order id said three turns earlier. A pretrained LLM brings the cir
 this (induction heads: find the earlier occurrence of the current token, predict the token that
 followed it). A tiny model built from random weights has to grow it during SFT on tau
 conversations, and there it forms only after a long plateau: thousands of steps on a GPU,
-beyond a CPU's budget (benchmarks/README.md, learning.py).
+beyond a CPU's budget (benchmarks/HISTORY.md, learning.py).
 
 The circuit forms much sooner on data made for it: random token sequences whose first part
 repeats. The repeat starts at a different offset in every sequence, so copying from a fixed
@@ -245,7 +245,7 @@ def stretch_copying(
 
     Measured on the tau-retail family's tiny model (hidden 128, 4 layers, one thread): 1,500
     steps (~15-20 minutes) take spans 600 tokens back from 0.00 to 0.70 while short repeats stay
-    at ~0.92-0.95 (benchmarks/README.md, learning.py). Stretched on long repeats instead, the
+    at ~0.92-0.95 (benchmarks/HISTORY.md, learning.py). Stretched on long repeats instead, the
     model lost much of the near copying a tau warm start needs first.
     """
     import torch

@@ -69,8 +69,11 @@ class CodeExecEnv(ToolEnv):
             ``namespaces`` nothing of the host but the interpreter and system libraries (no
             task data); at ``rlimits`` every world-readable file, task data included.
         allow_unisolated: Required to run model-written code with no isolation at all.
-        success_reward, failure_penalty, timeout_penalty, no_submission_penalty,
-        partial_credit: The reward, as above (penalties are subtracted; give them >= 0).
+        success_reward: The reward, as above.
+        failure_penalty: Subtracted, as above (give it >= 0).
+        timeout_penalty: Subtracted, as above (give it >= 0).
+        no_submission_penalty: Subtracted, as above (give it >= 0).
+        partial_credit: The reward, as above.
         answer_from_reply: Take a final message's code (as above) as the submission.
     """
 

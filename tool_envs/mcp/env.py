@@ -119,7 +119,8 @@ class MCPEnv(ToolEnv):
         answer_format: ``"reply"`` or ``"tag"`` (see above).
         reward: A :class:`RewardConfig` or a dict of its fields (``weights`` may be a dict).
         fresh_state: Servers and a working folder of its own for every episode (see above).
-        parser, render_mode: As for every ToolEnv.
+        parser: As for every ToolEnv.
+        render_mode: As for every ToolEnv.
     """
 
     def __init__(

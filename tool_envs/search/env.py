@@ -41,7 +41,8 @@ class WebSearchEnv(ToolEnv):
     Args:
         tasks: Task rows or a source for :func:`tool_envs.data.load_tasks`; default: the
             generated fictional-entity QA set (``datasets/search_qa``), train split.
-        parser, render_mode: As for every ToolEnv.
+        parser: As for every ToolEnv.
+        render_mode: As for every ToolEnv.
         provider: ``"corpus"`` (default; offline BM25 over the generated corpus, or over
             ``provider_kwargs`` documents / path), ``"tavily"``, ``"serper"``, ``"bing"``,
             ``"ddgs"``, ``"http"``, or a :class:`SearchProvider`. With the default corpus, a
@@ -50,10 +51,13 @@ class WebSearchEnv(ToolEnv):
         cache: Path of the sqlite cache file; None for no cache.
         cache_mode: ``"read_write"`` (default), ``"replay"`` (offline: misses are errors) or
             ``"off"``.
-        max_retries, requests_per_minute: Retry and rate-limit settings for remote providers.
-        metric: ``"em"`` or ``"f1"``. must_search_first: see above.
+        max_retries: Retry setting for remote providers.
+        requests_per_minute: Rate-limit setting for remote providers.
+        metric: ``"em"`` or ``"f1"``.
+        must_search_first: See above.
         max_results_limit: Upper bound on ``max_results`` per search.
-        snippet_chars, page_chars: How much of a snippet / page the agent sees.
+        snippet_chars: How much of a snippet the agent sees.
+        page_chars: How much of a page the agent sees.
     """
 
     def __init__(

@@ -79,7 +79,8 @@ class ResilientProvider(SearchProvider):
         backoff_max: the cap on one wait.
         requests_per_minute: space every attempt (retries included) so no more than this many
             reach the provider per minute; None: no limit.
-        clock, sleep: time sources, replaceable in tests and simulations.
+        clock: time source, replaceable in tests and simulations.
+        sleep: how to wait, replaceable in tests and simulations.
 
     ``stats`` counts, since construction: ``calls`` (search/open_page calls), ``attempts``
     (requests sent to the provider), ``retries``, ``failures`` (calls that raised) and
