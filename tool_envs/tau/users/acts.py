@@ -4,7 +4,7 @@ The rules of :mod:`~tool_envs.tau.users.reading` find the fields a message names
 asks, asks for approval, reports, holds on or asks the user to act on their phone is worded in
 more ways than rules can list: scored on files of agent messages they were never tuned on, the
 rules read 89-95% of the acts right. A linear classifier over word and character n-grams,
-trained on the labelled wordings shipped in ``wordings/`` (about 5,300 agent messages over the
+trained on the labelled wordings shipped in ``wordings/`` (4,800 agent messages over the
 five tau domains and tau2's, each labelled with its act), reads 99.6% of a file it was not
 trained on right (``benchmarks/user_wordings.py`` measures each file left out in turn). So the
 act is the classifier's and the fields are the rules': :func:`read_turn`.

@@ -4,11 +4,15 @@ It plays the scenario's person fairly: it answers what it is asked however the a
 (a question, a statement such as "I need your email", an imperative, a request after a
 pleasantry or an apology), says what it does not know (offering what it does instead), and ends
 the chat only when the agent reports, says goodbye, asks whether there is anything else, or
-clearly cannot help. What a message asks for is read by :func:`~tool_envs.tau.users.reading.
-read_message`. Rules, applied to each agent message in order:
+clearly cannot help. A message is read by :func:`~tool_envs.tau.users.acts.read_turn`: its act
+(ask, approve, anything else, end, open, a device step) by a classifier trained on labelled agent
+messages, the fields it asks for by the rules of :mod:`~tool_envs.tau.users.reading`. Rules,
+applied to each agent message in order:
 
 0. in a dual-control domain, the message asks for one of the scenario's ``user_actions`` not yet
-   done (one of its triggers appears) -> do it on the device and report what the device shows;
+   done (one of its triggers appears in a request, or anywhere when the act is a device step;
+   not when the act is an approval, a report or "anything else") -> do it on the device and
+   report what the device shows;
 1. it asks for fields of ``known_info`` (by name or keyword) not given yet -> give those values;
    if it also asks for an identity field the user does not know (an email it never had), say so
    and give the identity fields it does know instead;
