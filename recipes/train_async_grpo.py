@@ -76,22 +76,21 @@ def build_worker(env_args: AsyncEnvArguments, args: AsyncGRPOConfig, rows: list[
 
 
 def main(env_args: AsyncEnvArguments, args: AsyncGRPOConfig) -> None:
-    from tool_envs.integrations.trl.recipes import run_env_servers
+    from tool_envs.rollout.config import ray_servers_started
 
-    with run_env_servers(env_args) as env_servers:  # servers on Ray, if asked, stop after
-        train(env_args, args, env_servers)
+    config = env_args.rollout_config(args.max_completion_length)
+    with ray_servers_started(config) as config:  # servers on Ray, if asked, stop after
+        train(env_args, args, config)
 
 
-def train(env_args: AsyncEnvArguments, args: AsyncGRPOConfig, env_servers: dict) -> None:
+def train(env_args: AsyncEnvArguments, args: AsyncGRPOConfig, config) -> None:
     from tool_envs.integrations.trl.recipes import to_dataset
 
     rows, _, tokenizer = env_args.start(env_args.model_name_or_path, project=PROJECT)
     # The worker loads the tokenizer itself (in its own process): the chat template travels in
     # the config, so the worker renders what the check above checked.
     template = tokenizer.chat_template if env_args.chat_template else None
-    config = env_args.check_episodes(
-        tokenizer, rows, args.max_completion_length, env_servers, chat_template=template
-    )
+    config = env_args.check_episodes(tokenizer, rows, config.replace(chat_template=template))
     worker = build_worker(env_args, args, rows, config)
     worker.check_picklable()  # what start() sends to the worker's process
     if env_args.dry_run:

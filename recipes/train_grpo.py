@@ -91,17 +91,18 @@ class EnvArguments(EpisodeArguments):
 
 
 def main(env_args: EnvArguments, training_args: GRPOConfig, model_args: ModelConfig) -> None:
-    from tool_envs.integrations.trl.recipes import run_env_servers
+    from tool_envs.rollout.config import ray_servers_started
 
-    with run_env_servers(env_args) as env_servers:  # servers on Ray, if asked, stop after
-        train(env_args, training_args, model_args, env_servers)
+    config = env_args.rollout_config(training_args.max_completion_length)
+    with ray_servers_started(config) as config:  # servers on Ray, if asked, stop after
+        train(env_args, training_args, model_args, config)
 
 
 def train(
     env_args: EnvArguments,
     training_args: GRPOConfig,
     model_args: ModelConfig,
-    env_servers: dict[str, Any],
+    config: Any,
 ) -> None:
     from trl import get_peft_config
 
@@ -128,9 +129,7 @@ def train(
             "after training"
             + (f"; WARNING: {overlap} of them are also training tasks" if overlap else "")
         )
-    config = env_args.check_episodes(
-        tokenizer, rows, training_args.max_completion_length, env_servers=env_servers
-    )
+    config = env_args.check_episodes(tokenizer, rows, config)
     if env_args.preview_tasks:
         print(preview(tokenizer, rows, env_args.preview_tasks))
     if env_args.dry_run or env_args.preview_tasks:

@@ -33,6 +33,12 @@ def test_every_setting_has_help_the_options_reuse():
         ({"max_turns": 0}, "RolloutConfig.max_turns must be >= 1"),
         ({"step_timeout": 0}, "RolloutConfig.step_timeout"),
         ({"max_void_fraction": 2}, "RolloutConfig.max_void_fraction"),
+        ({"ray_env_servers": {CALCULATOR: 0}}, "servers must be >= 1"),
+        ({"ray_env_servers": {CALCULATOR: {"replicas": 2}}}, "server count or an object"),
+        (
+            {"env_servers": {PREFIXED: "http://127.0.0.1:1"}, "ray_env_servers": {CALCULATOR: 1}},
+            "serve each env one way",
+        ),
     ],
 )
 def test_a_bad_setting_is_named(settings, named):
@@ -106,6 +112,33 @@ def test_the_recipes_build_the_whole_config_once_and_name_a_bad_field():
     options = {f.name: f.metadata["help"] for f in dataclasses.fields(EpisodeArguments)}
     assert options["step_timeout"] == RolloutConfig.help("step_timeout")
     assert options["env_servers"].endswith(RolloutConfig.help("env_servers"))
+    assert options["ray_env_servers"] == "JSON: " + RolloutConfig.help("ray_env_servers")
+    ray = EpisodeArguments(ray_env_servers=f'{{"{CALCULATOR}": {{"servers": 2}}}}')
+    assert ray.rollout_config(512).ray_env_servers == {CALCULATOR: {"servers": 2}}
+
+
+def test_ray_env_servers_are_played_only_once_started():
+    from tool_envs.errors import EnvConfigError
+    from tool_envs.rollout.config import ray_servers_started
+
+    config = RolloutConfig(ray_env_servers={CALCULATOR: 1})
+    with pytest.raises(EnvConfigError, match=r"ray_env_servers \['tool_envs/Calc.*not started"):
+        EnvPool(config)
+    plain = RolloutConfig(max_turns=2)
+    with ray_servers_started(plain) as started:
+        assert started is plain  # nothing to start: nothing imported, nothing changed
+
+
+def test_eval_reads_ray_env_servers_as_the_recipes_do():
+    both = EvalConfig(
+        envs=[CALCULATOR], out="x", agent="gold", env_servers={CALCULATOR: "http://127.0.0.1:1"},
+        ray_env_servers={PREFIXED: 1},
+    )  # fmt: skip
+    with pytest.raises(EvalError, match="serve each env one way"):
+        both.validate()
+    zero = EvalConfig(envs=[CALCULATOR], out="x", agent="gold", ray_env_servers={CALCULATOR: 0})
+    with pytest.raises(EvalError, match="servers must be >= 1"):
+        zero.validate()
 
 
 def test_the_eval_command_describes_its_env_options_with_the_fields_help():
@@ -115,7 +148,7 @@ def test_the_eval_command_describes_its_env_options_with_the_fields_help():
 
     parser = eval_command.add_parser(argparse.ArgumentParser().add_subparsers())
     helps = {a.dest: a.help for a in parser._actions}
-    for name in ("env_kwargs", "env_servers", "max_turns"):
+    for name in ("env_kwargs", "env_servers", "ray_env_servers", "max_turns"):
         assert helps[name] == RolloutConfig.help(name)
 
 

@@ -51,20 +51,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default={},
         help='filter on extra_info, e.g. {"difficulty": 1}',
     )
-    run.add_argument(
-        "--env-kwargs",
-        type=json_object,
-        default={},
-        metavar="JSON",
-        help=RolloutConfig.help("env_kwargs"),
-    )
-    run.add_argument(
-        "--env-servers",
-        type=json_object,
-        default={},
-        metavar="JSON",
-        help=RolloutConfig.help("env_servers"),
-    )
+    for name in ("env_kwargs", "env_servers", "ray_env_servers"):  # RolloutConfig's fields
+        run.add_argument(
+            "--" + name.replace("_", "-"),
+            type=json_object,
+            default={},
+            metavar="JSON",
+            help=RolloutConfig.help(name),
+        )
     run.add_argument(
         "--user",
         help="user= for the envs that have a simulated user (scripted, llm, human); other envs "
@@ -115,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
             where=args.where,
             env_kwargs=args.env_kwargs,
             env_servers=args.env_servers,
+            ray_env_servers=args.ray_env_servers,
             user=args.user,
             parser=args.parser,
             max_turns=args.max_turns,

@@ -29,7 +29,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +112,10 @@ class EvalConfig:
             servers, whose constructor arguments they have (``env_kwargs``, ``user`` or
             ``parser`` for a served env that takes them are refused); a dead server voids its
             trials, which a rerun replays. The gold agent asks the servers for gold turns.
+        ray_env_servers: Per env id, servers started on Ray for the run
+            (:attr:`RolloutConfig.ray_env_servers
+            <tool_envs.rollout.config.RolloutConfig.ray_env_servers>`, read the same way);
+            they join ``env_servers`` and stop when the run ends.
         user: Passed as ``user=`` to the envs that have a simulated user (the others are made
             without it).
         parser: Passed as ``parser=`` to every env (the tool-call parser in text mode).
@@ -140,7 +144,8 @@ class EvalConfig:
     limit: int | None = None
     where: dict[str, Any] = field(default_factory=dict)
     env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    env_servers: dict[str, str | list[str]] = field(default_factory=dict)
+    env_servers: dict[str, Any] = field(default_factory=dict)
+    ray_env_servers: dict[str, Any] = field(default_factory=dict)
     user: str | None = None
     parser: str | None = None
     max_turns: int | None = None
@@ -179,13 +184,17 @@ class EvalConfig:
         try:
             check_env_kwargs(self.env_kwargs, "--env-kwargs")
             check_env_servers(self.env_servers, self.env_kwargs, option="--env-servers")
+            if self.ray_env_servers:  # Ray's launcher is imported only by runs that use it
+                from tool_envs.serve.cluster.launcher import check_ray_env_servers
+
+                check_ray_env_servers(self.ray_env_servers, self.env_servers)
         except ValueError as exc:
             raise EvalError(str(exc)) from exc
 
     def identity(self) -> dict[str, Any]:
         """The settings a resumed run must share with the run it continues."""
-        values = asdict(self)
-        identity = {name: values[name] for name in _IDENTITY}
+        # Read field by field: asdict would deep-copy the env_servers' pools (and their locks).
+        identity = {name: getattr(self, name) for name in _IDENTITY}
         if self.agent != "openai":  # API settings mean nothing to the scripted agents
             for name in ("model", "mode", "temperature", "max_tokens"):
                 identity[name] = None
@@ -313,14 +322,17 @@ def _check_served_options(config: EvalConfig, env_ids: list[str]) -> None:
     """``--user`` and ``--parser`` become constructor arguments, which a served env takes from its
     server only: refused for the served envs that take them, rather than recorded in
     ``run.json`` as if they had been used."""
+    served = {**config.env_servers, **config.ray_env_servers}
     for env_id in env_ids:
-        if for_env(config.env_servers, env_id) is None:
+        if for_env(served, env_id) is None:
             continue
+        on_ray = for_env(config.ray_env_servers, env_id) is not None
+        flag = "--ray-env-servers" if on_ray else "--env-servers"
         for option, value in (("user", config.user), ("parser", config.parser)):
             if value is not None and env_takes(env_id, option):
                 kwargs = json.dumps({option: value})
                 raise EvalError(
-                    f"--{option} {value} cannot reach {env_id}: it is served (--env-servers), "
+                    f"--{option} {value} cannot reach {env_id}: it is served ({flag}), "
                     "so its constructor arguments are the server's; start it with `tool-envs "
                     f"serve {env_id} --env-kwargs '{kwargs}'` and leave --{option} out"
                 )
@@ -467,18 +479,29 @@ def run_eval(config: EvalConfig) -> EvalResult:
     error (``error`` set): reports then cover the trials finished so far.
     """
     config.validate()
-    for env_id in [*config.env_kwargs, *config.env_servers]:
+    for env_id in [*config.env_kwargs, *config.env_servers, *config.ray_env_servers]:
         resolve_env_id(env_id)
     tasks = load_eval_tasks(config.envs, config.split, config.limit, config.where)
     for option, by_env in (
         ("--env-kwargs", config.env_kwargs),
         ("--env-servers", config.env_servers),
+        ("--ray-env-servers", config.ray_env_servers),
     ):
         unknown = {registered_id(env_id) for env_id in by_env} - set(tasks)
         if unknown:
             raise EvalError(f"{option} names {sorted(unknown)}, which this run does not evaluate")
     _check_user_applies(config, list(tasks))
     _check_served_options(config, list(tasks))
+    if not config.ray_env_servers:
+        return _play_all(config, tasks)
+    from tool_envs.serve.cluster.launcher import started_on_ray
+
+    with started_on_ray(config.ray_env_servers, config.env_servers) as env_servers:
+        return _play_all(replace(config, env_servers=env_servers, ray_env_servers={}), tasks)
+
+
+def _play_all(config: EvalConfig, tasks: dict[str, list[EvalTask]]) -> EvalResult:
+    """:func:`run_eval` once its settings are checked (and its Ray servers started)."""
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     store = TrajectoryStore(out / TRAJECTORIES)

@@ -10,7 +10,8 @@ bad value raises naming the field.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,11 @@ class RolloutConfig:
             may also be an :class:`~tool_envs.serve.pool.EnvServerPool`, shared as it is (e.g.
             :meth:`RayEnvServers.pools() <tool_envs.serve.cluster.RayEnvServers.pools>`, whose
             pools follow a server Ray restarts at a new address).
+        ray_env_servers: Env id -> servers to start on the Ray cluster at ``$RAY_ADDRESS`` (or a
+            local one) for the run: a count, or a :class:`~tool_envs.serve.cluster.ServerSpec`'s
+            fields. Checked here (an env in both this and ``env_servers`` is refused); started by
+            :func:`ray_servers_started`, which gives the config whose ``env_servers`` hold their
+            pools. The engines refuse a config whose Ray servers were not started.
     """
 
     max_completion_length: int = _field(
@@ -99,6 +105,13 @@ class RolloutConfig:
         help='{"env id": "http://127.0.0.1:8000" or [URLs]}: episodes of those envs run on '
         "`tool-envs serve` servers (each on the least loaded live one).",
     )
+    ray_env_servers: Mapping[str, int | Mapping[str, Any]] = _field(
+        factory=dict,
+        help='{"env id": N} or {"env id": {"servers": N, "num_cpus": 1, "resources": '
+        '{"sandbox": 1}, "max_restarts": 3}}: N `tool-envs serve` servers per env on the Ray '
+        "cluster at $RAY_ADDRESS (or a local one) for this run; their URLs join env_servers, "
+        "and they stop when the run ends.",
+    )
 
     @classmethod
     def help(cls, name: str) -> str:
@@ -119,6 +132,10 @@ class RolloutConfig:
     def __post_init__(self) -> None:
         check_env_kwargs(self.env_kwargs, "RolloutConfig.env_kwargs")
         check_env_servers(self.env_servers, self.env_kwargs, option="RolloutConfig.env_servers")
+        if self.ray_env_servers:  # Ray's launcher is imported only by runs that use it
+            from tool_envs.serve.cluster.launcher import check_ray_env_servers
+
+            check_ray_env_servers(self.ray_env_servers, self.env_servers)
         for name in ("max_completion_length", "max_tokens_per_turn", "max_concurrent_requests"):
             if getattr(self, name) < 1:
                 raise ValueError(f"RolloutConfig.{name} must be >= 1, got {getattr(self, name)}")
@@ -136,3 +153,17 @@ class RolloutConfig:
             )
         if not all(callable(w) for w in self.env_wrappers):
             raise TypeError("RolloutConfig.env_wrappers must be callables env -> wrapped env")
+
+
+@contextmanager
+def ray_servers_started(config: RolloutConfig) -> Iterator[RolloutConfig]:
+    """``config`` with its ``ray_env_servers`` running for the block: the config yielded has
+    their pools in ``env_servers`` and no ``ray_env_servers`` left to start (the same config
+    when it has none). The servers stop when the block ends, however it ends."""
+    if not config.ray_env_servers:
+        yield config
+        return
+    from tool_envs.serve.cluster.launcher import started_on_ray
+
+    with started_on_ray(config.ray_env_servers, config.env_servers) as env_servers:
+        yield config.replace(env_servers=env_servers, ray_env_servers={})

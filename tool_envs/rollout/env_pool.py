@@ -18,6 +18,7 @@ from typing import Any
 import gymnasium as gym
 
 import tool_envs
+from tool_envs.errors import EnvConfigError
 from tool_envs.registration import env_kwargs_for, registered_id
 from tool_envs.rollout.config import RolloutConfig
 from tool_envs.serve.pool import as_pool
@@ -29,6 +30,12 @@ class EnvPool:
     """Reusable env instances per env id, so servers and sandboxes outlive single episodes."""
 
     def __init__(self, config: RolloutConfig):
+        if config.ray_env_servers:
+            raise EnvConfigError(
+                f"the ray_env_servers {sorted(config.ray_env_servers)} are not started: play "
+                "with the config that `with ray_servers_started(config) as config:` gives "
+                "(tool_envs.rollout.config)"
+            )
         self.config = config
         self._free: dict[str, list[gym.Env]] = defaultdict(list)
         self._all: list[gym.Env] = []

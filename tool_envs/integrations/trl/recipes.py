@@ -12,8 +12,7 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,11 +23,7 @@ import tool_envs
 from tool_envs.data import encode_row, load_task_sources
 from tool_envs.data.sources import env_id_of_source
 from tool_envs.errors import EnvConfigError, EnvServerUnavailableError, TaskRowError
-from tool_envs.registration import (
-    env_kwargs_for,
-    registered_id,
-    resolve_env_id,
-)
+from tool_envs.registration import env_kwargs_for, registered_id, resolve_env_id
 from tool_envs.rollout.config import RolloutConfig
 from tool_envs.rollout.template_check import check_chat_template
 
@@ -109,13 +104,7 @@ class EpisodeArguments(TaskArguments):
         default="{}", metadata={"help": "JSON: " + RolloutConfig.help("env_servers")}
     )
     ray_env_servers: str = field(
-        default="{}",
-        metadata={
-            "help": 'JSON: {"env id": N} or {"env id": {"servers": N, "num_cpus": 1, '
-            '"resources": {"sandbox": 1}, "max_restarts": 3}}: N `tool-envs serve` servers '
-            "per env on the Ray cluster at $RAY_ADDRESS (or a local one) for this run; their "
-            "URLs join env_servers, and they stop when the run ends."
-        },
+        default="{}", metadata={"help": "JSON: " + RolloutConfig.help("ray_env_servers")}
     )
     template_kwargs: str = field(
         default="{}", metadata={"help": "JSON: " + RolloutConfig.help("template_kwargs")}
@@ -156,27 +145,19 @@ class EpisodeArguments(TaskArguments):
 
         return [RewardSignalWatch(self.no_signal_steps)]
 
-    def rollout_config(
-        self,
-        max_completion_length: int,
-        env_servers: Mapping[str, Any] | None = None,
-        **settings: Any,
-    ) -> RolloutConfig:
+    def rollout_config(self, max_completion_length: int, **settings: Any) -> RolloutConfig:
         """The run's one :class:`RolloutConfig`, from these options (``settings``: fields no
         option sets, e.g. the worker's ``chat_template``); a bad value is an
-        :class:`EnvConfigError` naming the field.
-
-        ``env_servers``: the run's servers (:func:`run_env_servers`: the given ones and those
-        started on Ray); default the ``env_servers`` option alone."""
-        if env_servers is None:
-            env_servers = parse_json_argument("env_servers", self.env_servers)
+        :class:`EnvConfigError` naming the field. Its ``ray_env_servers`` are checked, not
+        started: :func:`~tool_envs.rollout.config.ray_servers_started` starts them."""
         try:
             return RolloutConfig(
                 max_completion_length=max_completion_length,
                 max_tokens_per_turn=self.max_tokens_per_turn,
                 max_turns=self.max_turns,
                 env_kwargs=parse_json_argument("env_kwargs", self.env_kwargs),
-                env_servers=env_servers,
+                env_servers=parse_json_argument("env_servers", self.env_servers),
+                ray_env_servers=parse_json_argument("ray_env_servers", self.ray_env_servers),
                 template_kwargs=parse_json_argument("template_kwargs", self.template_kwargs),
                 step_timeout=self.step_timeout,
                 max_void_fraction=self.max_void_fraction,
@@ -186,16 +167,11 @@ class EpisodeArguments(TaskArguments):
             raise EnvConfigError(str(exc)) from exc
 
     def check_episodes(
-        self,
-        tokenizer: Any,
-        rows: Sequence[Mapping[str, Any]],
-        max_completion_length: int,
-        env_servers: Mapping[str, Any] | None = None,
-        **settings: Any,
+        self, tokenizer: Any, rows: Sequence[Mapping[str, Any]], config: RolloutConfig
     ) -> RolloutConfig:
-        """The run's :meth:`rollout_config`, once :func:`check_setup` found that the episodes
-        of ``rows`` can run with it (a line printed per env)."""
-        config = self.rollout_config(max_completion_length, env_servers, **settings)
+        """``config`` (the run's :meth:`rollout_config`, its Ray servers started), once
+        :func:`check_setup` found that the episodes of ``rows`` can run with it (a line
+        printed per env)."""
         lines = check_setup(
             tokenizer,
             rows,
@@ -206,30 +182,6 @@ class EpisodeArguments(TaskArguments):
         for line in lines:
             print(line)
         return config
-
-
-@contextmanager
-def run_env_servers(env_args: EpisodeArguments) -> Iterator[dict[str, Any]]:
-    """A run's ``env_servers``: the URLs given, plus pools of the servers ``ray_env_servers``
-    starts on Ray for this run (:meth:`RayEnvServers.pools`, which follow a server Ray restarts
-    at a new address; all stopped when the block ends, however it ends)."""
-    env_servers = parse_json_argument("env_servers", env_args.env_servers)
-    wanted = parse_json_argument("ray_env_servers", env_args.ray_env_servers)
-    if not wanted:
-        yield env_servers
-        return
-    from tool_envs.serve.cluster.launcher import RayEnvServers, parse_server_specs
-
-    specs = parse_server_specs(wanted)
-    both = {registered_id(s.env_id) for s in specs} & {registered_id(k) for k in env_servers}
-    if both:
-        raise EnvConfigError(
-            f"{sorted(both)} in both env_servers and ray_env_servers: serve each env one way"
-        )
-    with RayEnvServers(specs) as servers:
-        servers.watch()  # its pools follow a server restarted at a new address
-        print(f"env servers on Ray: {json.dumps(servers.urls)}", flush=True)
-        yield {**env_servers, **servers.pools()}
 
 
 def quiet_console() -> None:

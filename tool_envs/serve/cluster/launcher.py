@@ -12,16 +12,18 @@ answers. The actors belong to this process's Ray job: if the process dies, Ray r
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import secrets
 import socket
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tool_envs.errors import EnvConfigError, MissingDependencyError
+from tool_envs.registration import registered_id
 from tool_envs.serve.cluster.actor import EnvServerActor
 from tool_envs.serve.cluster.errors import EnvServerLostError
 from tool_envs.serve.cluster.versions import check_ray_version, cluster_ray_version
@@ -95,6 +97,37 @@ def parse_server_specs(value: Mapping[str, Any]) -> list[ServerSpec]:
             )
         specs.append(ServerSpec(env_id, **options))
     return specs
+
+
+def check_ray_env_servers(
+    ray_env_servers: Mapping[str, Any], env_servers: Mapping[str, Any]
+) -> list[ServerSpec]:
+    """The specs of ``ray_env_servers`` (:func:`parse_server_specs`), once no env id is also in
+    ``env_servers``: an env is served one way, by URLs given or by servers started on Ray."""
+    specs = parse_server_specs(ray_env_servers)
+    both = {registered_id(s.env_id) for s in specs} & {registered_id(k) for k in env_servers}
+    if both:
+        raise EnvConfigError(
+            f"{sorted(both)} in both env_servers and ray_env_servers: serve each env one way"
+        )
+    return specs
+
+
+@contextlib.contextmanager
+def started_on_ray(
+    ray_env_servers: Mapping[str, Any], env_servers: Mapping[str, Any]
+) -> Iterator[dict[str, Any]]:
+    """``env_servers`` plus pools of the servers ``ray_env_servers`` starts on Ray for the block
+    (:meth:`RayEnvServers.pools`, which follow a server Ray restarts at a new address; all
+    stopped when the block ends, however it ends)."""
+    specs = check_ray_env_servers(ray_env_servers, env_servers)
+    if not specs:
+        yield dict(env_servers)
+        return
+    with RayEnvServers(specs) as servers:
+        servers.watch()  # its pools follow a server restarted at a new address
+        print(f"env servers on Ray: {json.dumps(servers.urls)}", flush=True)
+        yield {**env_servers, **servers.pools()}
 
 
 @dataclass
