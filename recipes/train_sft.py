@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tool_envs.integrations.trl.recipes import TaskArguments, quiet_console, run_recipe
+from tool_envs.integrations.trl.recipes import EnvOptions, quiet_console, run_recipe
 
 quiet_console()  # before TRL is imported: it reads TRL_EXPERIMENTAL_SILENCE then
 
@@ -36,10 +36,14 @@ from trl import ModelConfig, SFTConfig, TrlParser  # noqa: E402
 # missing local model or task set (tool_envs reads no checkout of its own).
 PROJECT = Path(__file__).resolve().parent.parent
 
+# Gold episodes are played, not generated: budgets roomy enough for any of them.
+GOLD_BUDGET = {"max_completion_length": 4096, "max_tokens_per_turn": 256}
+
 
 @dataclass
-class GoldArguments(TaskArguments):
-    """Which tasks' gold trajectories to learn from, and when to stop."""
+class GoldArguments(EnvOptions):
+    """Which tasks' gold trajectories to learn from, how their envs run (the GRPO recipes' env
+    options), and when to stop."""
 
     eval_split: str = field(default="test", metadata={"help": "Split for greedy success checks."})
     gold_workers: int = field(
@@ -138,13 +142,29 @@ class GoldArguments(TaskArguments):
 
 
 def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelConfig) -> None:
+    from tool_envs.rollout.config import ray_servers_started
+
+    # The checks' budgets; the envs' options are the GRPO recipes' own.
+    check_budget = gold_args.rollout_config(
+        gold_args.eval_max_completion_length,
+        max_tokens_per_turn=gold_args.eval_max_tokens_per_turn,
+    )
+    with ray_servers_started(check_budget) as check_budget:  # Ray servers, if asked, stop after
+        train(gold_args, training_args, model_args, check_budget)
+
+
+def train(
+    gold_args: GoldArguments,
+    training_args: SFTConfig,
+    model_args: ModelConfig,
+    check_budget: Any,
+) -> None:
     import datasets
     from trl import SFTTrainer, get_peft_config
 
     from tool_envs.eval.teacher_forced import digit_token_ids, gold_scores
     from tool_envs.integrations.trl.env_success import EnvSuccessCallback
     from tool_envs.integrations.trl.metrics_file import MetricsFile, one_line_logs
-    from tool_envs.rollout import RolloutConfig
     from tool_envs.rollout.sft import check_fits, gold_sft_rows_in_processes, with_loss_on
 
     rows, held_out, tokenizer = gold_args.start(
@@ -152,12 +172,8 @@ def main(gold_args: GoldArguments, training_args: SFTConfig, model_args: ModelCo
         heldout=(gold_args.eval_split, gold_args.eval_tasks),
         project=PROJECT,
     )
-    check_budget = RolloutConfig(
-        max_completion_length=gold_args.eval_max_completion_length,
-        max_tokens_per_turn=gold_args.eval_max_tokens_per_turn,
-    )
     evaluator = check_evaluator(gold_args, tokenizer, held_out, check_budget, model_args)
-    gold_config = RolloutConfig(max_completion_length=4096)
+    gold_config = check_budget.replace(**GOLD_BUDGET)
     train_rows = gold_sft_rows_in_processes(
         tokenizer,
         rows,

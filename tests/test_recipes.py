@@ -433,3 +433,33 @@ def test_metrics_file_starts_a_new_file_per_run_and_a_resumed_run_continues_its_
 
     # A file that mixes runs (written before this rule) is drawn as its last run only.
     assert _last_run([(1, 0.1), (2, 0.2), (1, 0.5), (2, 0.6)]) == [(1, 0.5), (2, 0.6)]
+
+
+def test_an_env_option_means_the_same_in_sft_and_grpo_configs():
+    """One definition of each env option (``EnvOptions``): the same name, default and help
+    (its RolloutConfig field's) in the SFT, GRPO and async GRPO recipes, read into the run's
+    RolloutConfig the same way."""
+    import dataclasses
+
+    from tool_envs.integrations.trl.recipes import EnvOptions, TaskArguments
+    from tool_envs.rollout.config import RolloutConfig
+
+    names = {f.name for f in dataclasses.fields(EnvOptions)}
+    names -= {f.name for f in dataclasses.fields(TaskArguments)}
+    assert {"env_kwargs", "env_servers", "ray_env_servers", "max_turns", "step_timeout"} <= names
+
+    def env_options(cls):
+        fields = dataclasses.fields(cls)
+        return {f.name: (f.default, f.metadata["help"]) for f in fields if f.name in names}
+
+    gold = load_recipe("train_sft").GoldArguments
+    grpo = load_recipe("train_grpo").EnvArguments
+    asynchronous = load_recipe("train_async_grpo").AsyncEnvArguments
+    assert env_options(gold) == env_options(grpo) == env_options(asynchronous)
+    for name, (_, help_text) in env_options(gold).items():
+        assert help_text.endswith(RolloutConfig.help(name)), name
+    kwargs = '{"tool_envs/Calculator-v0": {"parser": "hermes"}}'
+    config = gold(max_turns=3, env_kwargs=kwargs).rollout_config(256, max_tokens_per_turn=64)
+    assert (config.max_turns, config.max_tokens_per_turn) == (3, 64)
+    assert config.env_kwargs == {"tool_envs/Calculator-v0": {"parser": "hermes"}}
+    assert grpo(max_turns=3, env_kwargs=kwargs).rollout_config(256).env_kwargs == config.env_kwargs

@@ -1,6 +1,7 @@
-"""What the training recipes share: their arguments, the prelude each runs before it builds a
-trainer (:meth:`TaskArguments.start`, then :meth:`EpisodeArguments.check_episodes` for the GRPO
-recipes), chat templates, and the dry-run checks.
+"""What the training recipes share: their arguments (tasks, :class:`EnvOptions` for every
+recipe, :class:`EpisodeArguments` for the GRPO ones), the prelude each runs before it builds a
+trainer (:meth:`TaskArguments.start`, then :meth:`EnvOptions.check_episodes`), chat templates,
+and the dry-run checks.
 """
 
 from __future__ import annotations
@@ -89,32 +90,72 @@ class TaskArguments:
         return rows, held_out, tokenizer
 
 
-@dataclass
-class EpisodeArguments(TaskArguments):
-    """How episodes run (shared by the GRPO recipes, synchronous and asynchronous)."""
+def _env_option(name: str) -> Any:
+    """A recipe option for :class:`RolloutConfig` field ``name``: its default and help (a mapping
+    is given as JSON, on the command line or as a YAML value)."""
+    setting = next(f for f in dataclasses.fields(RolloutConfig) if f.name == name)
+    if setting.default_factory is not dataclasses.MISSING:  # a mapping: JSON text
+        return field(default="{}", metadata={"help": "JSON: " + RolloutConfig.help(name)})
+    return field(default=setting.default, metadata={"help": RolloutConfig.help(name)})
 
-    max_tokens_per_turn: int = field(
-        default=256, metadata={"help": RolloutConfig.help("max_tokens_per_turn")}
-    )
-    max_turns: int | None = field(default=None, metadata={"help": RolloutConfig.help("max_turns")})
-    env_kwargs: str = field(
-        default="{}", metadata={"help": "JSON: " + RolloutConfig.help("env_kwargs")}
-    )
-    env_servers: str = field(
-        default="{}", metadata={"help": "JSON: " + RolloutConfig.help("env_servers")}
-    )
-    ray_env_servers: str = field(
-        default="{}", metadata={"help": "JSON: " + RolloutConfig.help("ray_env_servers")}
-    )
-    template_kwargs: str = field(
-        default="{}", metadata={"help": "JSON: " + RolloutConfig.help("template_kwargs")}
-    )
-    step_timeout: float | None = field(
-        default=600.0, metadata={"help": RolloutConfig.help("step_timeout")}
-    )
-    max_void_fraction: float = field(
-        default=0.5, metadata={"help": RolloutConfig.help("max_void_fraction")}
-    )
+
+@dataclass
+class EnvOptions(TaskArguments):
+    """How the envs of a run are made and played, the same options in every recipe (SFT and
+    GRPO alike), each with its :class:`RolloutConfig` field's default and help."""
+
+    max_turns: int | None = _env_option("max_turns")
+    env_kwargs: str = _env_option("env_kwargs")
+    env_servers: str = _env_option("env_servers")
+    ray_env_servers: str = _env_option("ray_env_servers")
+    template_kwargs: str = _env_option("template_kwargs")
+    step_timeout: float | None = _env_option("step_timeout")
+    max_void_fraction: float = _env_option("max_void_fraction")
+
+    def rollout_config(self, max_completion_length: int, **settings: Any) -> RolloutConfig:
+        """The run's one :class:`RolloutConfig`, from these options (``settings``: fields no
+        option sets, e.g. the worker's ``chat_template``); a bad value is an
+        :class:`EnvConfigError` naming the field. Its ``ray_env_servers`` are checked, not
+        started: :func:`~tool_envs.rollout.config.ray_servers_started` starts them."""
+        try:
+            return RolloutConfig(
+                max_completion_length=max_completion_length,
+                max_turns=self.max_turns,
+                env_kwargs=parse_json_argument("env_kwargs", self.env_kwargs),
+                env_servers=parse_json_argument("env_servers", self.env_servers),
+                ray_env_servers=parse_json_argument("ray_env_servers", self.ray_env_servers),
+                template_kwargs=parse_json_argument("template_kwargs", self.template_kwargs),
+                step_timeout=self.step_timeout,
+                max_void_fraction=self.max_void_fraction,
+                **settings,
+            )
+        except ValueError as exc:  # a rule across options: one line, as for any bad input
+            raise EnvConfigError(str(exc)) from exc
+
+    def check_episodes(
+        self, tokenizer: Any, rows: Sequence[Mapping[str, Any]], config: RolloutConfig
+    ) -> RolloutConfig:
+        """``config`` (the run's :meth:`rollout_config`, its Ray servers started), once
+        :func:`check_setup` found that the episodes of ``rows`` can run with it (a line
+        printed per env)."""
+        lines = check_setup(
+            tokenizer,
+            rows,
+            config.env_kwargs,
+            config.template_kwargs,
+            config.env_servers,
+        )
+        for line in lines:
+            print(line)
+        return config
+
+
+@dataclass
+class EpisodeArguments(EnvOptions):
+    """How episodes run and are scored (shared by the GRPO recipes, synchronous and
+    asynchronous)."""
+
+    max_tokens_per_turn: int = _env_option("max_tokens_per_turn")
     reward_funcs: list[str] = field(
         default_factory=lambda: ["tool_envs.integrations.trl:env_reward"],
         metadata={
@@ -146,42 +187,9 @@ class EpisodeArguments(TaskArguments):
         return [RewardSignalWatch(self.no_signal_steps)]
 
     def rollout_config(self, max_completion_length: int, **settings: Any) -> RolloutConfig:
-        """The run's one :class:`RolloutConfig`, from these options (``settings``: fields no
-        option sets, e.g. the worker's ``chat_template``); a bad value is an
-        :class:`EnvConfigError` naming the field. Its ``ray_env_servers`` are checked, not
-        started: :func:`~tool_envs.rollout.config.ray_servers_started` starts them."""
-        try:
-            return RolloutConfig(
-                max_completion_length=max_completion_length,
-                max_tokens_per_turn=self.max_tokens_per_turn,
-                max_turns=self.max_turns,
-                env_kwargs=parse_json_argument("env_kwargs", self.env_kwargs),
-                env_servers=parse_json_argument("env_servers", self.env_servers),
-                ray_env_servers=parse_json_argument("ray_env_servers", self.ray_env_servers),
-                template_kwargs=parse_json_argument("template_kwargs", self.template_kwargs),
-                step_timeout=self.step_timeout,
-                max_void_fraction=self.max_void_fraction,
-                **settings,
-            )
-        except ValueError as exc:  # a rule across options: one line, as for any bad input
-            raise EnvConfigError(str(exc)) from exc
-
-    def check_episodes(
-        self, tokenizer: Any, rows: Sequence[Mapping[str, Any]], config: RolloutConfig
-    ) -> RolloutConfig:
-        """``config`` (the run's :meth:`rollout_config`, its Ray servers started), once
-        :func:`check_setup` found that the episodes of ``rows`` can run with it (a line
-        printed per env)."""
-        lines = check_setup(
-            tokenizer,
-            rows,
-            config.env_kwargs,
-            config.template_kwargs,
-            config.env_servers,
-        )
-        for line in lines:
-            print(line)
-        return config
+        """:meth:`EnvOptions.rollout_config` with this recipe's ``max_tokens_per_turn``."""
+        settings.setdefault("max_tokens_per_turn", self.max_tokens_per_turn)
+        return super().rollout_config(max_completion_length, **settings)
 
 
 def quiet_console() -> None:
