@@ -90,44 +90,45 @@ def _step(env: gym.Env, action: Any, result: EpisodeResult) -> bool:
     return terminated or truncated
 
 
-class NoopAgent:
+class _ScriptedAgent:
+    """Plays a fixed list of turns (:meth:`turns`), then empty replies while the env wants more."""
+
+    name = "scripted"
+
+    def turns(self, env: gym.Env, task: dict[str, Any]) -> list[Any]:
+        """The turns to play, in order."""
+        return []
+
+    def play(
+        self,
+        env: gym.Env,
+        task: dict[str, Any],
+        stop: threading.Event | None = None,
+        result: EpisodeResult | None = None,
+    ) -> EpisodeResult:
+        pending = list(self.turns(env, task))
+        result = result if result is not None else EpisodeResult()
+        while not _step(env, pending.pop(0) if pending else "", result):
+            pass
+        return result
+
+
+class NoopAgent(_ScriptedAgent):
     """Replies with an empty message every turn: the score of doing nothing."""
 
     name = "noop"
 
-    def play(
-        self,
-        env: gym.Env,
-        task: dict[str, Any],
-        stop: threading.Event | None = None,
-        result: EpisodeResult | None = None,
-    ) -> EpisodeResult:
-        result = result if result is not None else EpisodeResult()
-        while not _step(env, "", result):
-            pass
-        return result
 
-
-class GoldAgent:
+class GoldAgent(_ScriptedAgent):
     """Replays ``env.unwrapped.gold_turns(task)``, then empty replies if the env wants more."""
 
     name = "gold"
 
-    def play(
-        self,
-        env: gym.Env,
-        task: dict[str, Any],
-        stop: threading.Event | None = None,
-        result: EpisodeResult | None = None,
-    ) -> EpisodeResult:
+    def turns(self, env: gym.Env, task: dict[str, Any]) -> list[Any]:
         turns = env.unwrapped.gold_turns(task)
         if turns is None:
             raise EvalError(f"{task['env_id']} has no gold turns, so the gold agent cannot play it")
-        result = result if result is not None else EpisodeResult()
-        pending = list(turns)
-        while not _step(env, pending.pop(0) if pending else "", result):
-            pass
-        return result
+        return list(turns)
 
 
 # Our own wording of the Hermes convention most open models are trained on; the env's parser

@@ -35,7 +35,6 @@ from tool_envs.tau.users.faults import (
     UserFault,
     UserFaultCheck,
     fault_reward_info,
-    gold_values,
     stored_calls,
     stored_instructions,
 )
@@ -256,20 +255,12 @@ class TauEnv(ToolEnv):
         compared = [a for a in spec.actions if a.name not in _NOT_COMPARED]
         made = [action_key(a.name, a.arguments) in made_keys for a in compared]
         missing = [out for out, said in _outputs_said(spec, conversation).items() if not said]
-        pending = tuple(
-            gold_values([action.arguments])
+        pending = [
+            action.arguments
             for action, done in zip(compared, made, strict=True)
             if not done and action.name in self._tools.names and self._tools[action.name].writes
-        )
-        progress = f"{sum(made)} of {len(made)} gold actions made"
-        if missing:
-            progress += f", {len(missing)} required fact(s) not said"
-        return TaskState(
-            unfinished=not all(made) or bool(missing),
-            progress=progress,
-            pending_changes=pending,
-            gold_values=gold_values(action.arguments for action in spec.actions),
-        )
+        ]
+        return TaskState.of(made, missing, pending, (action.arguments for action in spec.actions))
 
     def recheck_user(
         self,

@@ -38,7 +38,6 @@ from tool_envs.tau.users.faults import (
     UserFault,
     UserFaultCheck,
     fault_reward_info,
-    gold_values,
     stored_calls,
     stored_instructions,
 )
@@ -287,22 +286,14 @@ class Tau2Env(ToolEnv):
         )
         facts = list(criteria.communicate_info or []) if criteria is not None else []
         missing = [fact for fact in facts if fact.lower().replace(",", "") not in said]
-        pending = tuple(
-            gold_values([action.arguments])
+        pending = [
+            action.arguments
             for action, done in zip(actions, made, strict=True)
             if not done
             and self.domain.tool_types.get(action.requestor, {}).get(action.name)
             not in READ_ONLY_TYPES
-        )
-        progress = f"{sum(made)} of {len(made)} gold actions made"
-        if missing:
-            progress += f", {len(missing)} required fact(s) not said"
-        return TaskState(
-            unfinished=not all(made) or bool(missing),
-            progress=progress,
-            pending_changes=pending,
-            gold_values=gold_values(action.arguments for action in actions),
-        )
+        ]
+        return TaskState.of(made, missing, pending, (action.arguments for action in actions))
 
     def recheck_user(
         self,

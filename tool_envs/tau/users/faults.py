@@ -96,6 +96,27 @@ class TaskState:
     pending_changes: tuple[frozenset[str], ...] = ()
     gold_values: frozenset[str] = frozenset()
 
+    @classmethod
+    def of(
+        cls,
+        made: Sequence[bool],
+        missing: Sequence[Any],
+        pending: Iterable[Mapping[str, Any]],
+        arguments: Iterable[Mapping[str, Any]],
+    ) -> TaskState:
+        """The state both tau envs report: ``made`` says of each compared gold action whether
+        it was made, ``missing`` holds the required facts not said, ``pending`` the arguments of
+        the gold writes not made, ``arguments`` those of every gold action."""
+        progress = f"{sum(made)} of {len(made)} gold actions made"
+        if missing:
+            progress += f", {len(missing)} required fact(s) not said"
+        return cls(
+            unfinished=not all(made) or bool(missing),
+            progress=progress,
+            pending_changes=tuple(gold_values([change]) for change in pending),
+            gold_values=gold_values(arguments),
+        )
+
 
 # -- ids and values ------------------------------------------------------------------------------
 
