@@ -21,10 +21,10 @@ import _thread
 import json
 import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
-from http_helpers import send_json, serving
+from http_helpers import QuietHandler, chat_completion, send_json, serving
 
 Plan = Callable[[int, int], bool]  # (task position, episode number of that task) -> right?
 
@@ -74,17 +74,14 @@ class CalculatorChatServer(ThreadingHTTPServer):
         pass  # a client killed mid-request is part of the tests, not an error to print
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: CalculatorChatServer
-
-    def log_message(self, *args: Any) -> None:
-        pass
 
     def _send(self, status: int, body: dict[str, Any]) -> None:
         send_json(self, status, body)
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         server = self.server
         with server.lock:
             server.requests.append(body)
@@ -176,18 +173,8 @@ def _completion(
 ) -> dict[str, Any]:
     """A chat-completion body with usage counted as the tests expect it."""
     prompt_tokens = PROMPT_TOKENS_PER_MESSAGE * len(body["messages"])
-    return {
-        "id": f"chatcmpl-{number}",
-        "object": "chat.completion",
-        "created": 0,
-        "model": body["model"],
-        "choices": [{"index": 0, "message": message, "finish_reason": reason}],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": COMPLETION_TOKENS,
-            "total_tokens": prompt_tokens + COMPLETION_TOKENS,
-        },
-    }
+    tokens = {"prompt_tokens": prompt_tokens, "completion_tokens": COMPLETION_TOKENS}
+    return chat_completion(body["model"], message, number=number, reason=reason, **tokens)
 
 
 def serve(tasks: list[dict[str, Any]], plan: Plan = default_plan) -> Iterator[CalculatorChatServer]:

@@ -43,3 +43,42 @@ def send_bytes(handler: BaseHTTPRequestHandler, status: int, data: bytes) -> Non
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
     handler.wfile.write(data)
+
+
+def chat_completion(
+    model: str,
+    message: dict[str, Any],
+    *,
+    number: int | str = "test",
+    reason: str | None = None,
+    prompt_tokens: int = 1,
+    completion_tokens: int = 1,
+) -> dict[str, Any]:
+    """An OpenAI chat-completion body answering with ``message``, as the test servers send it:
+    ``reason`` defaults to ``tool_calls`` when the message has calls, else ``stop``."""
+    if reason is None:
+        reason = "tool_calls" if message.get("tool_calls") else "stop"
+    return {
+        "id": f"chatcmpl-{number}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": reason}],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """The base of the tests' request handlers: no access log on the test's output, and the
+    request's JSON body read in one call."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def read_json(self) -> Any:
+        """The request's body, parsed as JSON."""
+        return json.loads(self.rfile.read(int(self.headers["Content-Length"])))

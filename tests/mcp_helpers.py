@@ -10,9 +10,11 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from http_helpers import QuietHandler, chat_completion
 
 # A real MCP server built with the SDK's MCPServer. Its tools can misbehave on purpose: `crash`
 # kills the process mid-call, `hang` sleeps past any sensible timeout, `freeze` stops the whole
@@ -224,30 +226,14 @@ def chat_server(replies: list[str]) -> Iterator[tuple[str, list[dict[str, Any]]]
     """A local OpenAI-compatible ``/v1/chat/completions`` endpoint that answers in turn."""
     seen: list[dict[str, Any]] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body = self.read_json()
             seen.append(body)
             content = replies[(len(seen) - 1) % len(replies)]
-            payload = json.dumps(
-                {
-                    "id": f"c{len(seen)}",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": body["model"],
-                    "choices": [
-                        {
-                            "index": 0,
-                            "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": content},
-                        }
-                    ],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                }
-            ).encode()
+            message = {"role": "assistant", "content": content}
+            payload = json.dumps(chat_completion(body["model"], message, number=len(seen)))
+            payload = payload.encode()
             self.send_response(200 if self.path == "/v1/chat/completions" else 404)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))

@@ -132,3 +132,25 @@ def tiny_grpo_config(output_dir, **fields):
         "max_steps": 1,
     }
     return trl.GRPOConfig(**{**defaults, **fields})
+
+
+def stub_rollout(reward: float, outcome: str, **fields):
+    """A two-token episode of a three-message conversation: what scoring and grouping read of a
+    Rollout, with ``fields`` (``reward_info``, ``env_id``, ``progress`` ...) set as given."""
+    from tool_envs.rollout.engine import Rollout
+
+    messages = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a"},
+    ]
+    values = {"env_id": "tool_envs/Calculator-v0", "task_id": "t", "messages": messages, **fields}
+    return Rollout(
+        prompt_ids=[1, 2],
+        completion_ids=[3, 4],
+        logprobs=[-0.5, -0.1],
+        env_mask=[1, 1],
+        reward=reward,
+        outcome=outcome,
+        **values,
+    )

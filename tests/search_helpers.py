@@ -25,7 +25,7 @@ import re
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -206,6 +206,16 @@ def json_server(answer: Answer, **options: Any) -> Iterator[JSONServer]:
         yield server
 
 
+def provider_server(
+    answer: Answer, *, fail_status: int = 429, **options: Any
+) -> AbstractContextManager[JSONServer]:
+    """A search provider's API: ``answer``, its auth check and error shape in ``options``, and
+    the faults every provider server takes (``fail_first``, ``fail_status``, ``delay_s``,
+    ``delay_first``: :class:`JSONServer`'s; a provider's failure is a rate limit, 429, unless
+    told)."""
+    return json_server(answer, fail_status=fail_status, **options)
+
+
 # -- Tavily ----------------------------------------------------------------------------------------
 
 TAVILY_DEPTHS = {"basic", "advanced", "fast", "ultra-fast"}
@@ -278,28 +288,17 @@ def _tavily_extract(documents: list[dict[str, str]], body: dict[str, Any]) -> tu
     }
 
 
-@contextmanager
 def tavily_server(
-    documents: list[dict[str, str]] | None = None,
-    *,
-    api_key: str = TAVILY_KEY,
-    fail_first: int = 0,
-    fail_status: int = 429,
-    delay_s: float | Callable[[], float] = 0.0,
-    delay_first: int | None = None,
-) -> Iterator[JSONServer]:
+    documents: list[dict[str, str]] | None = None, *, api_key: str = TAVILY_KEY, **faults: Any
+) -> AbstractContextManager[JSONServer]:
     """A Tavily-compatible API over ``documents`` (default :data:`DOCUMENTS`); ``delay_s`` is
     each answer's latency, or a function drawing it per request."""
-    with json_server(
+    return provider_server(
         tavily_answer(DOCUMENTS if documents is None else documents),
         authorized=lambda r: r.headers.get("authorization") == f"Bearer {api_key}",
         error_body=lambda status, message: {"detail": {"error": message}},
-        fail_first=fail_first,
-        fail_status=fail_status,
-        delay_s=delay_s,
-        delay_first=delay_first,
-    ) as server:
-        yield server
+        **faults,
+    )
 
 
 # -- Serper ----------------------------------------------------------------------------------------
@@ -331,28 +330,17 @@ def serper_answer(documents: list[dict[str, str]]) -> Answer:
     return answer
 
 
-@contextmanager
 def serper_server(
-    documents: list[dict[str, str]] | None = None,
-    *,
-    api_key: str = SERPER_KEY,
-    fail_first: int = 0,
-    fail_status: int = 429,
-    delay_s: float = 0.0,
-    delay_first: int | None = None,
-) -> Iterator[JSONServer]:
+    documents: list[dict[str, str]] | None = None, *, api_key: str = SERPER_KEY, **faults: Any
+) -> AbstractContextManager[JSONServer]:
     """A Serper-compatible API over ``documents`` (default :data:`DOCUMENTS`)."""
-    with json_server(
+    return provider_server(
         serper_answer(DOCUMENTS if documents is None else documents),
         authorized=lambda r: r.headers.get("x-api-key") == api_key,
         auth_status=403,
         error_body=lambda status, message: {"message": message, "statusCode": status},
-        fail_first=fail_first,
-        fail_status=fail_status,
-        delay_s=delay_s,
-        delay_first=delay_first,
-    ) as server:
-        yield server
+        **faults,
+    )
 
 
 # -- Bing ------------------------------------------------------------------------------------------
@@ -390,24 +378,13 @@ def bing_answer(documents: list[dict[str, str]]) -> Answer:
     return answer
 
 
-@contextmanager
 def bing_server(
-    documents: list[dict[str, str]] | None = None,
-    *,
-    api_key: str = BING_KEY,
-    fail_first: int = 0,
-    fail_status: int = 429,
-    delay_s: float = 0.0,
-    delay_first: int | None = None,
-) -> Iterator[JSONServer]:
+    documents: list[dict[str, str]] | None = None, *, api_key: str = BING_KEY, **faults: Any
+) -> AbstractContextManager[JSONServer]:
     """A Bing Web Search v7-compatible API over ``documents`` (default :data:`DOCUMENTS`)."""
-    with json_server(
+    return provider_server(
         bing_answer(DOCUMENTS if documents is None else documents),
         authorized=lambda r: r.headers.get("ocp-apim-subscription-key") == api_key,
         error_body=lambda status, message: {"error": {"code": str(status), "message": message}},
-        fail_first=fail_first,
-        fail_status=fail_status,
-        delay_s=delay_s,
-        delay_first=delay_first,
-    ) as server:
-        yield server
+        **faults,
+    )

@@ -4,11 +4,15 @@ proxy that can cut or freeze the link, and what a server process holds (from /pr
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 from tool_envs.serve.process import EnvServerProcess
 
@@ -132,3 +136,16 @@ class TcpProxy:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def http_call(url: str, method: str = "GET", body: object = None) -> tuple[int, Any, dict]:
+    """Status, JSON answer and headers of one HTTP request to a server (``body`` sent as JSON)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, json.loads(answer.read()), dict(answer.headers)
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read()), dict(error.headers)

@@ -7,6 +7,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from http_helpers import chat_completion
+
 from tool_envs.tau2.env import Tau2Env
 
 
@@ -112,13 +114,6 @@ def describe(row: Mapping[str, Any], kind: str, ours: Any, theirs: Any) -> str:
 
 def chat_reply(request: Any, text: str) -> tuple[int, dict[str, Any]]:
     """A chat-completions answer (for search_helpers.json_server) whose message is ``text``."""
-    return 200, {
-        "id": "chatcmpl-judge",
-        "object": "chat.completion",
-        "created": 0,
-        "model": request.body["model"],
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
-    }
+    message = {"role": "assistant", "content": text}
+    tokens = {"prompt_tokens": 20, "completion_tokens": 5}
+    return 200, chat_completion(request.body["model"], message, number="judge", **tokens)

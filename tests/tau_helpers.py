@@ -18,10 +18,10 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
-from http_helpers import send_json, serving
+from http_helpers import QuietHandler, chat_completion, send_json, serving
 
 from tool_envs.core.tools import tool
 from tool_envs.tau.domain import DatabaseTools, Domain, DomainTools
@@ -203,14 +203,11 @@ class CustomerServer(ThreadingHTTPServer):
         pass  # a client that gave up on a slow answer is part of the tests, not an error
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: CustomerServer
 
-    def log_message(self, *args: Any) -> None:
-        pass
-
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         with self.server.lock:
             self.server.requests.append(body)
             failing = self.server.fail_first > 0
@@ -222,25 +219,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         message = self._answer(body)
-        payload = {
-            "id": "chatcmpl-test",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [
-                {
-                    "index": 0,
-                    "message": message,
-                    "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
-                }
-            ],
-            "usage": {
-                "prompt_tokens": PROMPT_TOKENS,
-                "completion_tokens": COMPLETION_TOKENS,
-                "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
-            },
-        }
-        send_json(self, 200, payload)
+        tokens = {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": COMPLETION_TOKENS}
+        send_json(self, 200, chat_completion(body["model"], message, **tokens))
 
     def _answer(self, body: dict[str, Any]) -> dict[str, Any]:
         """The assistant message: text, or a device tool call when the agent asks to unlock."""

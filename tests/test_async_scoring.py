@@ -5,6 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 from recipe_helpers import load_recipe
+from rollout_helpers import stub_rollout
 
 from tool_envs.integrations.trl import env_progress, env_reward
 from tool_envs.rollout.engine import Rollout
@@ -20,17 +21,9 @@ from tool_envs.integrations.trl.async_worker import (
 
 
 def rollout(reward: float, progress: float) -> Rollout:
-    messages = [
-        {"role": "system", "content": "s"},
-        {"role": "user", "content": "q"},
-        {"role": "assistant", "content": "a"},
-    ]
     outcome = "success" if reward >= 1 else "failure"
-    return Rollout(
-        env_id="tool_envs/Calculator-v0", task_id="t", prompt_ids=[1, 2], completion_ids=[3, 4],
-        logprobs=[-0.5, -0.1], env_mask=[1, 1], reward=reward, outcome=outcome,
-        reward_info={"reward": reward, "outcome": outcome}, progress=progress, messages=messages,
-    )  # fmt: skip
+    info = {"reward": reward, "outcome": outcome}
+    return stub_rollout(reward, outcome, reward_info=info, progress=progress)
 
 
 def scores(samples):

@@ -14,6 +14,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+from rollout_helpers import stub_rollout
 from vllm_helpers import FaultProxy, vllm_test
 
 from tool_envs.calculator import default_splits
@@ -190,23 +191,8 @@ def test_a_spawned_worker_plays_in_its_own_process(vllm_server, vllm_tiny_model)
 
 
 def rollout(reward: float, outcome: str) -> Rollout:
-    messages = [
-        {"role": "system", "content": "s"},
-        {"role": "user", "content": "q"},
-        {"role": "assistant", "content": "a"},
-    ]
-    return Rollout(
-        env_id="tool_envs/Calculator-v0",
-        task_id="t",
-        prompt_ids=[1, 2],
-        completion_ids=[3, 4],
-        logprobs=[-0.5, -0.1],
-        env_mask=[1, 1],
-        reward=reward,
-        outcome=outcome,
-        reward_info={"outcome": outcome, "void_cause": "judge"} if outcome == "void" else {},
-        messages=messages,
-    )
+    info = {"outcome": outcome, "void_cause": "judge"} if outcome == "void" else {}
+    return stub_rollout(reward, outcome, reward_info=info)
 
 
 def test_void_episodes_give_no_sample_and_the_rest_are_scored_among_themselves():

@@ -23,13 +23,13 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from types import SimpleNamespace
 from typing import Any
 
 import openai
 import pytest
-from http_helpers import send_json, serving
+from http_helpers import QuietHandler, send_json, serving
 from vllm_helpers import FaultProxy, vllm_test
 
 from tool_envs.rollout.backends.base import (
@@ -73,16 +73,13 @@ class _Server(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}"
 
 
-class _ChatHandler(BaseHTTPRequestHandler):
+class _ChatHandler(QuietHandler):
     """``/v1/chat/completions`` that checks the messages it gets as strictly as OpenAI does."""
 
     server: _Server
 
-    def log_message(self, *args: Any) -> None:  # keep pytest output clean
-        pass
-
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         with self.server.lock:
             self.server.requests.append({"path": self.path, "body": body})
             self.server.in_flight += 1

@@ -2,14 +2,13 @@
 
 import contextlib
 import json
-import urllib.request
 
 import gymnasium as gym
 import pytest
 import torch
 from eval_helpers import serve
 from rollout_helpers import ReplayBackend, tiny_tokenizer_and_model
-from serve_helpers import ServerProcess
+from serve_helpers import ServerProcess, http_call
 from test_async_engine import FAMILIES, family_tasks, same_books
 
 import tool_envs
@@ -42,8 +41,9 @@ def calculator_server():
 
 
 def get_json(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=10) as answer:
-        return json.loads(answer.read())
+    status, answer, _ = http_call(url)
+    assert status == 200, (url, status, answer)
+    return answer
 
 
 def test_a_remote_env_plays_a_gold_episode_as_the_env_does(calculator_server):
@@ -127,13 +127,8 @@ def test_health_metadata_schema_and_task_endpoints(calculator_server):
     assert get_json(f"{url}/list_environments") == ["Calculator-v0"]
     splits = get_json(f"{url}/Calculator-v0/splits")
     assert {"name": "train", "type": "train"} in splits
-    request = urllib.request.Request(
-        f"{url}/Calculator-v0/task",
-        data=json.dumps({"split": "train", "index": 3}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        task = json.loads(answer.read())["task"]
+    _, answer, _ = http_call(f"{url}/Calculator-v0/task", "POST", {"split": "train", "index": 3})
+    task = answer["task"]
     assert task == gym.make(CALCULATOR).unwrapped.task_splits()["train"][3]
 
 

@@ -20,6 +20,7 @@ import urllib.request
 import gymnasium as gym
 import pytest
 from serve_helpers import ServerProcess, child_pids, process_stats, wait_for
+from thread_helpers import run_in_threads
 
 import tool_envs
 from tool_envs.calculator import tasks as calculator_tasks
@@ -48,11 +49,7 @@ def at_once(count: int, call) -> list:
         barrier.wait()
         results[index] = call()
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=WAIT)
+    run_in_threads(run, count, timeout=WAIT)
     return results
 
 

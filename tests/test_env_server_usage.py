@@ -1,12 +1,9 @@
 """A served env as a user meets it through its HTTP routes, RemoteEnv and ``tool-envs eval``:
 the gold agent, options a served env cannot honour, a full server, a server of another env."""
 
-import json
-import urllib.error
-import urllib.request
-
 import gymnasium as gym
 import pytest
+from serve_helpers import http_call
 
 import tool_envs
 from tool_envs.errors import EnvServerUnavailableError, TaskRowError
@@ -25,35 +22,22 @@ def calculator_server():
         yield server
 
 
-def call(url: str, method: str = "GET", body: object = None) -> tuple[int, dict, dict]:
-    """Status, JSON answer and headers of one HTTP request."""
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method)
-    if data is not None:
-        request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            return answer.status, json.loads(answer.read()), dict(answer.headers)
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read()), dict(error.headers)
-
-
 def test_task_endpoints_take_post_with_a_json_body_and_a_get_says_so(calculator_server):
     base = f"{calculator_server.url}/Calculator-v0"
-    status, answer, headers = call(f"{base}/tasks")
+    status, answer, headers = http_call(f"{base}/tasks")
     assert status == 405 and headers["allow"] == "POST"
     assert answer["detail"] == (
         'POST /Calculator-v0/tasks with a JSON body {"split": "<name>"} '
         "(GET /Calculator-v0/splits lists the splits)"
     )
-    status, answer, _ = call(f"{base}/task", "POST", {"index": 0})
+    status, answer, _ = http_call(f"{base}/task", "POST", {"index": 0})
     assert status == 400
     assert answer["detail"].startswith('the body needs "split": one of [')
-    status, answer, _ = call(f"{base}/task", "POST", {"split": "test", "index": 10**6})
+    status, answer, _ = http_call(f"{base}/task", "POST", {"split": "test", "index": 10**6})
     assert status == 400 and "index" in answer["detail"] and "10000" in answer["detail"]
-    status, answer, _ = call(f"{base}/num_tasks", "POST", {"split": "test"})
+    status, answer, _ = http_call(f"{base}/num_tasks", "POST", {"split": "test"})
     assert status == 200 and answer["num_tasks"] > 0
-    status, answer, _ = call(f"{base}/splits")
+    status, answer, _ = http_call(f"{base}/splits")
     assert status == 200 and {"name": "test", "type": "test"} in answer
 
 
@@ -67,7 +51,7 @@ def test_a_served_env_gives_its_gold_turns(calculator_server):
         assert remote.gold_turns(task) == local.gold_turns(task)
     finally:
         remote.close()
-    status, answer, _ = call(
+    status, answer, _ = http_call(
         f"{calculator_server.url}/Calculator-v0/gold_turns", "POST", {"task": {"prompt": 1}}
     )
     assert status == 400 and "prompt" in answer["detail"]

@@ -14,7 +14,7 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import gymnasium as gym
@@ -22,7 +22,7 @@ import openai
 import pytest
 from failing_servers import frozen_url, garbage_url, killed_url
 from gymnasium.wrappers import TimeLimit
-from http_helpers import send_json, serving
+from http_helpers import QuietHandler, chat_completion, send_json, serving
 from tau_helpers import (
     COMPLETION_TOKENS,
     PROMPT_TOKENS,
@@ -296,36 +296,19 @@ class _WriterServer(ThreadingHTTPServer):
         self.lock = threading.Lock()
 
 
-class _WriterHandler(BaseHTTPRequestHandler):
+class _WriterHandler(QuietHandler):
     server: _WriterServer
 
-    def log_message(self, *args: Any) -> None:
-        pass
-
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         with self.server.lock:
             self.server.requests.append(body)
             action = self.server.script.pop(0) if self.server.script else "ok"
         if action == "hang":
             self.server.release.wait(30)
             return
-        status, payload = (
-            200,
-            {
-                "id": "c",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": json.dumps(TASK)},
-                    }
-                ],
-            },
-        )
+        message = {"role": "assistant", "content": json.dumps(TASK)}
+        status, payload = 200, chat_completion(body["model"], message)
         if action != "ok":
             status, payload = int(action), {"error": {"message": f"injected {action}"}}
         send_json(self, status, payload)

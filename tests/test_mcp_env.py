@@ -15,7 +15,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from mcp_helpers import (
     write_tiny_server,
     write_wedged_server,
 )
+from thread_helpers import run_in_threads
 
 from tool_envs.errors import EnvConfigError, TaskRowError
 from tool_envs.mcp.client import MCPConnectionError, MCPTimeoutError, close_all, get_connection
@@ -631,11 +631,7 @@ def test_concurrent_calls_from_threads_share_one_session(config):
             if result.structured_content != {"result": n + i}:
                 errors.append(f"{n}+{i} -> {result.structured_content}")
 
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_in_threads(work, 8)
     assert errors == []
 
 

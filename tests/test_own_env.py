@@ -9,12 +9,12 @@ import re
 import shlex
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import gymnasium as gym
 import pytest
 from recipe_helpers import run, run_here
+from serve_helpers import http_call
 
 import tool_envs
 from tool_envs.core.info_contract import info_problems
@@ -241,13 +241,10 @@ def test_a_served_class_under_another_id_serves_its_own_tasks(my_calculator):
     from tool_envs.serve import EnvServer, RemoteEnv, ServeConfig
 
     with EnvServer(ServeConfig(my_calculator)) as server:
-        request = urllib.request.Request(
-            f"{server.url}/Calc-v0/task",
-            data=json.dumps({"split": "test", "index": 0}).encode(),
-            headers={"Content-Type": "application/json"},
+        _, answer, _ = http_call(
+            f"{server.url}/Calc-v0/task", "POST", {"split": "test", "index": 0}
         )
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            row = json.loads(answer.read())["task"]
+        row = answer["task"]
         assert row["env_id"] == my_calculator
         remote = RemoteEnv(server.url)
         try:

@@ -74,20 +74,25 @@ def test_the_async_recipe_dry_run_checks_tasks_and_the_worker(tiny_model, tmp_pa
     assert f"dry run: {count} tasks, the setup and the rollout worker are valid" in out
 
 
+def calculator_grpo_args(model, tasks, output_dir) -> list:
+    """``train_grpo.py``'s options for the CPU calculator config on ``tasks`` with ``model``."""
+    config = REPO / "recipes/configs/calculator_cpu_grpo.yaml"
+    return [
+        *("--config", config, "--tasks", tasks),
+        *("--model_name_or_path", model, "--output_dir", output_dir),
+    ]
+
+
+def calculator_grpo(model, tasks, output_dir, *options, exit_code=0):
+    """``train_grpo.py`` in this process with :func:`calculator_grpo_args` and ``options``:
+    (stdout, stderr)."""
+    arguments = calculator_grpo_args(model, tasks, output_dir)
+    return run_here("train_grpo.py", *arguments, *options, exit_code=exit_code)
+
+
 def test_dry_run_validates_without_training(tiny_model, calculator_tasks, tmp_path):
-    out, _ = run_here(
-        "train_grpo.py",
-        "--config",
-        REPO / "recipes/configs/calculator_cpu_grpo.yaml",
-        "--tasks",
-        calculator_tasks,
-        "--model_name_or_path",
-        tiny_model,
-        "--output_dir",
-        tmp_path,
-        "--dry_run",
-        "--preview_tasks",
-        "1",
+    out, _ = calculator_grpo(
+        tiny_model, calculator_tasks, tmp_path, "--dry_run", "--preview_tasks", "1"
     )
     assert "tool_envs/Calculator-v0: 64 tasks, 4 tools, chat template OK" in out
     assert "held-out: 8 tasks of split 'heldout', scored greedily before and after" in out
@@ -97,19 +102,7 @@ def test_dry_run_validates_without_training(tiny_model, calculator_tasks, tmp_pa
 
 
 def test_preview_tasks_prints_prompts_and_exits(tiny_model, calculator_tasks, tmp_path):
-    out, _ = run_here(
-        "train_grpo.py",
-        "--config",
-        REPO / "recipes/configs/calculator_cpu_grpo.yaml",
-        "--tasks",
-        calculator_tasks,
-        "--model_name_or_path",
-        tiny_model,
-        "--output_dir",
-        tmp_path,
-        "--preview_tasks",
-        2,
-    )
+    out, _ = calculator_grpo(tiny_model, calculator_tasks, tmp_path, "--preview_tasks", 2)
     assert out.count("prompt tokens)") == 2 and "<|im_start|>assistant" in out
     assert "preview: " in out and "not training" in out
     assert not (tmp_path / "metrics.jsonl").exists() and not list(tmp_path.iterdir())
@@ -171,11 +164,13 @@ def test_a_missing_local_model_folder_names_the_command_that_makes_it(tmp_path, 
 def test_dry_run_rejects_a_template_that_drops_tool_calls(tiny_model, calculator_tasks, tmp_path):
     template = tmp_path / "bad.jinja"
     template.write_text("{% for m in messages %}{{ m.content }}<|im_end|>{% endfor %}")
-    _, err = run_here(
-        "train_grpo.py",
-        *("--config", REPO / "recipes/configs/calculator_cpu_grpo.yaml"),
-        *("--tasks", calculator_tasks, "--model_name_or_path", tiny_model),
-        *("--output_dir", tmp_path, "--chat_template", template, "--dry_run"),
+    _, err = calculator_grpo(
+        tiny_model,
+        calculator_tasks,
+        tmp_path,
+        "--chat_template",
+        template,
+        "--dry_run",
         exit_code=2,
     )
     assert "chat template cannot be used" in err
@@ -209,12 +204,9 @@ def test_a_dry_run_names_bad_env_settings_in_one_line(
     from failing_servers import killed_url
 
     dead = killed_url().removesuffix("/v1")
-    _, err = run_here(
-        "train_grpo.py",
-        *("--config", REPO / "recipes/configs/calculator_cpu_grpo.yaml"),
-        *("--tasks", calculator_tasks, "--model_name_or_path", tiny_model),
-        *("--output_dir", tmp_path, option, value.replace("DEAD", dead), "--dry_run"),
-        exit_code=2,
+    setting = (option, value.replace("DEAD", dead))
+    _, err = calculator_grpo(
+        tiny_model, calculator_tasks, tmp_path, *setting, "--dry_run", exit_code=2
     )
     assert "Traceback" not in err, err
     [line] = [line for line in err.splitlines() if "error" in line.lower()]  # datasets' bars aside
@@ -266,14 +258,7 @@ def test_sft_then_grpo_short_runs(tiny_model, calculator_tasks, tmp_path):
     (grpo_dir / "metrics.jsonl").write_text('{"step": 1, "env/reward": 0.9}\n')
     out, err = run(
         "train_grpo.py",
-        "--config",
-        REPO / "recipes/configs/calculator_cpu_grpo.yaml",
-        "--tasks",
-        calculator_tasks,
-        "--model_name_or_path",
-        sft_dir,
-        "--output_dir",
-        grpo_dir,
+        *calculator_grpo_args(sft_dir, calculator_tasks, grpo_dir),
         "--max_steps",
         2,
         "--per_device_train_batch_size",
@@ -304,14 +289,7 @@ def test_sft_then_grpo_short_runs(tiny_model, calculator_tasks, tmp_path):
 def test_grpo_with_lora_saves_an_adapter(tiny_model, calculator_tasks, tmp_path):
     run(
         "train_grpo.py",
-        "--config",
-        REPO / "recipes/configs/calculator_cpu_grpo.yaml",
-        "--tasks",
-        calculator_tasks,
-        "--model_name_or_path",
-        tiny_model,
-        "--output_dir",
-        tmp_path,
+        *calculator_grpo_args(tiny_model, calculator_tasks, tmp_path),
         "--max_steps",
         1,
         "--per_device_train_batch_size",
@@ -335,14 +313,7 @@ def test_grpo_checkpoint_resume_with_a_synced_reference_model(
     tiny_model, calculator_tasks, tmp_path
 ):
     common = [
-        "--config",
-        REPO / "recipes/configs/calculator_cpu_grpo.yaml",
-        "--tasks",
-        calculator_tasks,
-        "--model_name_or_path",
-        tiny_model,
-        "--output_dir",
-        tmp_path,
+        *calculator_grpo_args(tiny_model, calculator_tasks, tmp_path),
         "--per_device_train_batch_size",
         4,
         "--num_generations",

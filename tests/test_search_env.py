@@ -9,6 +9,7 @@ import threading
 
 import gymnasium as gym
 import pytest
+from thread_helpers import run_in_threads
 
 import tool_envs
 from tool_envs.errors import EnvConfigError, TaskRowError
@@ -253,11 +254,7 @@ def test_cache_is_safe_across_threads(tmp_path):
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_in_threads(work, 4)
     assert errors == [] and len(cache) == 20
     assert provider.stats["hits"] + provider.stats["misses"] == 160
 

@@ -24,6 +24,7 @@ from search_helpers import (
     serper_server,
     tavily_server,
 )
+from thread_helpers import run_in_threads
 
 from tool_envs.errors import EnvConfigError
 from tool_envs.search.base import SearchError, SearchProvider, SearchResult
@@ -361,11 +362,7 @@ def test_concurrent_retries_share_one_wrapper_safely():
             with lock:
                 results.append(found)
 
-        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        run_in_threads(work, 8)
     assert len(results) == 8 and all(r[0].title == "Paris" for r in results)
     assert len(server.requests) == 14
     assert provider.stats["attempts"] == 14 and provider.stats["retries"] == 6
@@ -397,19 +394,32 @@ def test_serper_search_maps_organic_results():
     assert request.body == {"q": "river Seine", "num": 2}
 
 
+_KEYED = {
+    "serper": (serper_server, SerperProvider, SERPER_KEY),
+    "bing": (bing_server, BingProvider, BING_KEY),
+}
+
+
 @pytest.mark.parametrize(
-    ("fault", "status", "retryable"),
+    ("provider", "fault", "status", "retryable", "detail"),
     [
-        ({"api_key": "other"}, 403, False),
-        ({"fail_first": 1, "fail_status": 429}, 429, True),
-        ({"fail_first": 1, "fail_status": 500}, 500, True),
+        ("serper", {"api_key": "other"}, 403, False, "Serper"),
+        ("serper", {"fail_first": 1, "fail_status": 429}, 429, True, "Serper"),
+        ("serper", {"fail_first": 1, "fail_status": 500}, 500, True, "Serper"),
+        # Bing's details come from its own error body
+        ("bing", {"api_key": "other"}, 401, False, "invalid API key"),
+        ("bing", {"fail_first": 1, "fail_status": 429}, 429, True, "injected failure"),
+        ("bing", {"fail_first": 1, "fail_status": 503}, 503, True, "injected failure"),
     ],
 )
-def test_serper_status_mapping(fault: dict[str, Any], status: int, retryable: bool):
-    with serper_server(**fault) as server, pytest.raises(SearchError) as caught:
-        SerperProvider(api_key=SERPER_KEY, base_url=server.base_url).search("Paris", 3)
+def test_keyed_providers_map_statuses(
+    provider: str, fault: dict[str, Any], status: int, retryable: bool, detail: str
+):
+    server_of, provider_class, key = _KEYED[provider]
+    with server_of(**fault) as server, pytest.raises(SearchError) as caught:
+        provider_class(api_key=key, base_url=server.base_url).search("Paris", 3)
     assert (caught.value.status, caught.value.retryable) == (status, retryable)
-    assert "Serper" in caught.value.message
+    assert detail in caught.value.message
 
 
 def test_serper_timeout_and_missing_key(monkeypatch):
@@ -440,23 +450,6 @@ def test_bing_search_maps_web_pages():
     assert request.query == {"q": ["highest mountain"], "count": ["3"], "mkt": ["en-US"]}
     assert request.headers["ocp-apim-subscription-key"] == BING_KEY
     assert provider.cache_params() == {"base_url": server.base_url, "market": "en-US"}
-
-
-@pytest.mark.parametrize(
-    ("fault", "status", "retryable"),
-    [
-        ({"api_key": "other"}, 401, False),
-        ({"fail_first": 1, "fail_status": 429}, 429, True),
-        ({"fail_first": 1, "fail_status": 503}, 503, True),
-    ],
-)
-def test_bing_status_mapping(fault: dict[str, Any], status: int, retryable: bool):
-    with bing_server(**fault) as server, pytest.raises(SearchError) as caught:
-        BingProvider(api_key=BING_KEY, base_url=server.base_url).search("Paris", 3)
-    assert (caught.value.status, caught.value.retryable) == (status, retryable)
-    # the detail comes from Bing's own error body
-    expected = "invalid API key" if status == 401 else "injected failure"
-    assert expected in caught.value.message
 
 
 def test_bing_connection_refused_is_retryable():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import pickle
-import threading
 
 import gymnasium as gym
 import pytest
@@ -19,6 +18,7 @@ from tau_helpers import (
     customer_server,
     dual_row,
 )
+from thread_helpers import run_in_threads
 
 from tool_envs.errors import EnvConfigError, InfrastructureError, TaskRowError
 from tool_envs.tau.convert import convert_tau_bench_tasks
@@ -305,11 +305,7 @@ def test_llm_users_in_concurrent_episodes_keep_their_own_usage():
             *_, info = env.step("Anything else?")
             results[index] = info["reward_info"]["user_usage"]
 
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        run_in_threads(run, 4)
         assert [results[i]["calls"] for i in range(4)] == [2, 3, 4, 5]
         assert len(server.requests) == 14
 

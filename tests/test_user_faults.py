@@ -305,30 +305,17 @@ def test_values_and_answers_are_read_as_people_write_them():
 def test_neither_engine_trains_on_a_spoiled_episode():
     """A user-fault void is void like an outage: the lockstep batch masks all its tokens and
     gives it no reward; the async worker makes no sample of it; both log the fault rate."""
+    from rollout_helpers import stub_rollout
+
     from tool_envs.integrations.trl.async_worker import group_samples
     from tool_envs.integrations.trl.rollout_func import rollouts_to_batch
-    from tool_envs.rollout.engine import Rollout
     from tool_envs.rollout.player import Played
 
     fault = {"kind": "invented_value", "turn": 1, "evidence": "..."}
 
     def rollout(reward, outcome, info):
-        return Rollout(
-            env_id=RETAIL,
-            task_id="t",
-            prompt_ids=[1, 2],
-            completion_ids=[3, 4],
-            logprobs=[-0.5, -0.1],
-            env_mask=[1, 1],
-            reward=reward,
-            outcome=outcome,
-            reward_info={"outcome": outcome, **info},
-            messages=[
-                {"role": "system", "content": "s"},
-                {"role": "user", "content": "q"},
-                {"role": "assistant", "content": "a"},
-            ],
-        )
+        info = {"outcome": outcome, **info}
+        return stub_rollout(reward, outcome, env_id=RETAIL, reward_info=info)
 
     checked = {"user_checks": ["premature_stop"], "user_strategy": "llm"}
     spoiled = {"void_cause": "user_simulator", "user_fault": fault, "user_strategy": "llm"}
