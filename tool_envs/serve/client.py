@@ -6,7 +6,9 @@ import contextlib
 import copy
 import functools
 import os
+import random
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -62,7 +64,11 @@ class RemoteEnv(gym.Env[list[Message], Any]):
     ends the episode ``truncated`` and void, ``reward_info["void_cause"] == "env_server"``, like
     any infrastructure failure (:mod:`tool_envs.core.outcome`). ``reset`` tries each live server
     once and raises :class:`~tool_envs.errors.EnvServerUnavailableError`, naming the URLs,
-    when none can take the session. Caller mistakes raise what the env raises in-process
+    when none can take the session. A server that answers the handshake ``503`` (busy: at its
+    open-file limit, or ``--max-handshakes`` connections still handshaking) is alive: the
+    session goes to another server, and the busy ones are asked again, with backoff, for up to
+    ``busy_timeout`` seconds; a busy server is never marked dead, so its held sessions' episodes
+    are never voided for it. Caller mistakes raise what the env raises in-process
     (``TaskRowError``, ``EnvConfigError``, ``ResetNeeded``, ``InvalidAction``).
 
     Args:
@@ -74,6 +80,8 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         reset_timeout: The same for a reset, which may start servers or sandboxes (an
             in-process reset is not timed at all).
         connect_timeout: Seconds for the WebSocket handshake before a server counts as dead.
+        busy_timeout: Seconds ``reset`` keeps asking servers that answered ``503`` (busy) before
+            it gives up; 0 gives up after one round.
         max_message_bytes: Largest answer accepted.
     """
 
@@ -87,6 +95,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         timeout: float | None = 600.0,
         reset_timeout: float | None = 600.0,
         connect_timeout: float = 10.0,
+        busy_timeout: float = 30.0,
         max_message_bytes: int = 64 * 2**20,
     ):
         try:
@@ -103,6 +112,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         self.timeout = timeout
         self.reset_timeout = reset_timeout
         self.connect_timeout = connect_timeout
+        self.busy_timeout = busy_timeout
         self.max_message_bytes = max_message_bytes
         self.observation_space = ChatMessages()
         self.action_space = AssistantTurn()
@@ -144,9 +154,19 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         failures: dict[str, str] = {}
         full: set[str] = set()
         tried: set[str] = set()
+        busy: set[str] = set()  # answered 503 this round: alive, asked again after a pause
+        waits = 0
+        give_up = time.monotonic() + self.busy_timeout
         while True:
-            if self._ws is None and not self._open_session(tried, failures):
-                raise self.pool.unavailable(failures, full)
+            if self._ws is None and not self._open_session(tried, failures, busy):
+                pause = min(1.0, 0.05 * 2**waits) * random.uniform(0.5, 1.0)  # spread a herd
+                if not busy or time.monotonic() + pause > give_up:
+                    raise self.pool.unavailable(failures, full | busy)
+                time.sleep(pause)
+                waits += 1
+                tried -= busy
+                busy.clear()
+                continue
             url = self.url
             try:
                 answer = self._request({"type": "reset", "data": data}, self.reset_timeout)
@@ -302,8 +322,12 @@ class RemoteEnv(gym.Env[list[Message], Any]):
 
     # ------------------------------------------------------------------ the session
 
-    def _open_session(self, tried: set[str], failures: dict[str, str]) -> bool:
-        """Connect to the least loaded live server not tried yet; False when none is left."""
+    def _open_session(self, tried: set[str], failures: dict[str, str], busy: set[str]) -> bool:
+        """Connect to the least loaded live server not tried yet; False when none is left. A
+        server that answers 503 is added to ``busy`` (not marked dead), one that refuses the
+        token is skipped, any other failure marks it dead."""
+        from websockets.exceptions import InvalidStatus
+
         while True:
             url = self.pool.acquire(skip=tried)
             if url is None:
@@ -322,11 +346,17 @@ class RemoteEnv(gym.Env[list[Message], Any]):
                 )
             except Exception as exc:
                 self.pool.release(url)
-                why = f"cannot connect ({type(exc).__name__}: {exc})"
-                failures[url] = why
-                if "401" in str(exc) or "403" in str(exc):
+                status = exc.response.status_code if isinstance(exc, InvalidStatus) else None
+                if status == 503:
+                    body = exc.response.body or b""  # type: ignore[union-attr]
+                    said = body.decode("utf-8", "replace").strip() or "no reason given"
+                    failures[url] = f"busy for {self.busy_timeout:g} s (503: {said})"
+                    busy.add(url)
+                elif status in (401, 403):
                     failures[url] = f"refused the bearer token ({exc})"
                 else:
+                    why = f"cannot connect ({type(exc).__name__}: {exc})"
+                    failures[url] = why
                     self.pool.mark_dead(url, why)
                 continue
             self.url = url
