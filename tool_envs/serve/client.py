@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
-import functools
 import os
 import random
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import gymnasium as gym
 from gymnasium.error import InvalidAction, ResetNeeded
@@ -29,6 +29,7 @@ from tool_envs.serve import protocol
 from tool_envs.serve.pool import EnvServerPool, as_pool, websocket_url
 
 TOKEN_VARIABLE = "TOOL_ENVS_SERVE_TOKEN"
+T = TypeVar("T")
 
 # Errors a server-side env raised that mean the same here: the caller's mistake.
 _LOCAL_ERRORS: dict[str, type[Exception]] = {
@@ -58,7 +59,8 @@ class RemoteEnv(gym.Env[list[Message], Any]):
     (see :class:`~tool_envs.core.ToolEnv`): the engines, ``gymnasium.utils`` and user code use it
     unchanged. One session (one server-side env) is held from the first ``reset`` to ``close``
     and reused across episodes; a reset after the session broke opens a new one on the least
-    loaded live server.
+    loaded live server. The connections of every RemoteEnv of a process share one event-loop
+    thread (:class:`_SessionLoop`): a session costs no thread of its own.
 
     **Faults.** A server that is down or hangs mid-episode never raises out of ``step``: the turn
     ends the episode ``truncated`` and void, ``reward_info["void_cause"] == "env_server"``, like
@@ -99,14 +101,10 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         max_message_bytes: int = 64 * 2**20,
     ):
         try:
-            from websockets.sync.client import connect
+            from websockets.asyncio.client import connect
         except ImportError as exc:
             raise MissingDependencyError("websockets", "serve", "RemoteEnv") from exc
-        import inspect
-
-        # websockets >= 17 warns unless a directly held connection is asked for by name.
-        legacy = {"legacy": True} if "legacy" in inspect.signature(connect).parameters else {}
-        self._connect_function = functools.partial(connect, **legacy)
+        self._connect_function = connect
         self.pool = as_pool(servers)
         self.token = token if token is not None else os.environ.get(TOKEN_VARIABLE)
         self.timeout = timeout
@@ -316,7 +314,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         if ws is not None:
             # Already broken: the server released the env when the connection broke.
             with contextlib.suppress(Exception):
-                ws.send(protocol.dumps({"type": "close"}))
+                _on_loop(ws.send(protocol.dumps({"type": "close"})), self.connect_timeout)
         self._drop_session()
         self._needs_reset = True
 
@@ -335,14 +333,17 @@ class RemoteEnv(gym.Env[list[Message], Any]):
             tried.add(url)
             headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
             try:
-                self._ws = self._connect_function(
-                    websocket_url(url),
-                    open_timeout=self.connect_timeout,
-                    close_timeout=1.0,
-                    max_size=self.max_message_bytes,
-                    compression=None,
-                    proxy=None,
-                    additional_headers=headers,
+                self._ws = _on_loop(
+                    self._connect_function(
+                        websocket_url(url),
+                        open_timeout=self.connect_timeout,
+                        close_timeout=1.0,
+                        max_size=self.max_message_bytes,
+                        compression=None,
+                        proxy=None,
+                        additional_headers=headers,
+                    ),
+                    None,  # open_timeout bounds it
                 )
             except Exception as exc:
                 self.pool.release(url)
@@ -366,13 +367,18 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         """Send one frame and read its answer's ``data``; error frames raise."""
         from websockets.exceptions import WebSocketException
 
-        try:
+        ws = self._ws
+
+        async def exchange() -> Any:
             # A refused session (full server) gets an error frame, then the server closes: if
             # the close beat this send, the frame is still there to read.
             with contextlib.suppress(WebSocketException):
-                self._ws.send(protocol.dumps(message))
-            raw = self._ws.recv(timeout=timeout)
-        except TimeoutError as exc:
+                await ws.send(protocol.dumps(message))
+            return await asyncio.wait_for(ws.recv(), timeout)
+
+        try:
+            raw = _on_loop(exchange(), None)  # wait_for bounds it
+        except (TimeoutError, asyncio.TimeoutError) as exc:
             url = self.url
             self._drop_session()
             what = message["type"]
@@ -418,8 +424,8 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         if url is not None:
             self.pool.release(url)
         if ws is not None:
-            # A hung peer would hold close() for close_timeout: do it off this thread.
-            threading.Thread(target=_close_quietly, args=(ws,), daemon=True).start()
+            # A hung peer would hold close() for close_timeout: not waited for here.
+            asyncio.run_coroutine_threadsafe(_close_quietly(ws), _SessionLoop.get())
 
     def _void_turn(self, detail: str) -> StepResult:
         self._needs_reset = True
@@ -434,6 +440,40 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         )
 
 
-def _close_quietly(ws: Any) -> None:
+async def _close_quietly(ws: Any) -> None:
     with contextlib.suppress(Exception):  # the peer is gone; nothing is left to release
-        ws.close()
+        await ws.close()
+
+
+class _SessionLoop:
+    """The one event loop, on one daemon thread, that carries the WebSocket connections of
+    every :class:`RemoteEnv` of this process. A synchronous client holds a reader thread per
+    connection: a trainer with 1,024 episodes in flight held 1,024 threads for them. Here
+    ``reset`` and ``step`` hand their frame to this loop and wait for the answer, so
+    connections cost no thread (the callers' own threads are the engines' bounded pools). A
+    forked child starts its own loop."""
+
+    _loop: asyncio.AbstractEventLoop | None = None
+    _pid = 0
+    _lock = threading.Lock()
+
+    @classmethod
+    def get(cls) -> asyncio.AbstractEventLoop:
+        with cls._lock:
+            if cls._loop is None or cls._pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                threading.Thread(
+                    target=loop.run_forever, name="tool-envs-remote-envs", daemon=True
+                ).start()
+                cls._loop, cls._pid = loop, os.getpid()
+            return cls._loop
+
+
+def _on_loop(awaitable: Awaitable[T], timeout: float | None) -> T:
+    """Await ``awaitable`` on the connections' loop and wait for its result (not from that
+    loop's own thread)."""
+
+    async def wait() -> T:
+        return await awaitable
+
+    return asyncio.run_coroutine_threadsafe(wait(), _SessionLoop.get()).result(timeout)
