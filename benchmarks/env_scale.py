@@ -1,6 +1,7 @@
 """How many once-a-second sessions one ``tool-envs serve`` holds, by serving mode, in one run.
 
     python benchmarks/env_scale.py [--sessions 256 1024] [--seconds 20] [--arms default inline ...]
+        [--openenv-python .venv-openenv/bin/python]
 
 S sessions of Calculator-v0 are opened at once on a server that has just started (no warm-up
 episode from the client: the server's own start-up is what is measured), then each steps once a
@@ -9,7 +10,12 @@ process speaking the raw WebSocket protocol. Each arm is a fresh server:
 
 - ``default``: one process, env calls on the step threads (the baseline, the same run);
 - ``inline``: one process, ``--inline-steps`` (steps on the event loop);
-- ``workers2``, ``workers2-inline``: ``--workers 2``, two processes behind the one port.
+- ``workers2``, ``workers2-inline``: ``--workers 2``, two processes behind the one port;
+- ``openenv``: OpenEnv 0.10's own reference server (``create_app(...,
+  max_concurrent_envs=20000)`` under uvicorn) serving an OpenEnv ``Environment`` that plays
+  Calculator-v0's tasks with its prompt and tool schemas (``openenv_calculator_server.py``, run by
+  ``--openenv-python``, the OpenEnv venv's interpreter; the arm is skipped, saying so, without
+  it), warmed by one episode from the client first.
 
 Reported per arm: sessions held (opened and reset), steps lost (an error or no answer within
 30 s), steps/s, step latency p50 / p99, the server's resident MB per session and threads
@@ -22,10 +28,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import random
+import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +49,7 @@ ARMS: dict[str, tuple[str, ...]] = {
     "workers2": ("--workers", "2"),
     "workers2-inline": ("--workers", "2", "--inline-steps"),
 }
+OPENENV = "openenv"
 TURNS = [
     *(
         f'<tool_call>\n{{"name": "{name}", "arguments": {{"a": 6, "b": 3}}}}\n</tool_call>'
@@ -166,22 +176,82 @@ async def play(url: str, sessions: int, seconds: float, pid: int) -> dict[str, A
     }
 
 
-def run_arm(arm: str, sessions: int, seconds: float) -> dict[str, Any]:
-    args = ("--max-sessions", "20000", "--max-handshakes", "20000", *ARMS[arm])
-    with EnvServerProcess(CALCULATOR, args=args, cwd=ROOT) as server:
-        base_mb, _ = server_stats(server.pid)
-        result = asyncio.run(play(server.url, sessions, seconds, server.pid))
+def run_arm(arm: str, sessions: int, seconds: float, openenv_python: Path) -> dict[str, Any]:
+    if arm == OPENENV:
+        with openenv_server(openenv_python) as (url, pid):
+            asyncio.run(warm_up(url))
+            base_mb, _ = server_stats(pid)
+            result = asyncio.run(play(url, sessions, seconds, pid))
+    else:
+        args = ("--max-sessions", "20000", "--max-handshakes", "20000", *ARMS[arm])
+        with EnvServerProcess(CALCULATOR, args=args, cwd=ROOT) as server:
+            base_mb, _ = server_stats(server.pid)
+            result = asyncio.run(play(server.url, sessions, seconds, server.pid))
     result["mb_per_session"] = (result.pop("mb") - base_mb) / max(result["held"], 1)
     return {"arm": arm, "sessions": sessions, **result}
+
+
+@contextlib.contextmanager
+def openenv_server(python: Path) -> Iterator[tuple[str, int]]:
+    """OpenEnv's reference server of Calculator-v0's tasks, prompt and tools (written here
+    from the real env, for the OpenEnv venv, which cannot import tool_envs): (URL, pid)."""
+    import gymnasium as gym
+
+    import tool_envs
+
+    gym.register_envs(tool_envs)
+    env = gym.make(CALCULATOR)
+    spec = {"tasks": env.unwrapped.own_task_splits()["train"], "tools": env.unwrapped.tools}
+    env.close()
+    with tempfile.TemporaryDirectory(prefix="env-scale-openenv-") as folder:
+        spec_path = Path(folder, "spec.json")
+        spec_path.write_text(json.dumps(spec))
+        script = ROOT / "benchmarks" / "openenv_calculator_server.py"
+        # -P: benchmarks/ (its mcp.py) is not put first on the path
+        command = [str(python), "-P", str(script), str(spec_path), "0"]
+        with EnvServerProcess(CALCULATOR, command=command, startup_timeout=60) as server:
+            yield server.url, server.pid
+
+
+async def warm_up(url: str) -> None:
+    """One episode (a reset, the turns, a close) before the measured run, as a client of the
+    issue's table did: OpenEnv's server has no warm start of its own."""
+    from websockets.asyncio.client import connect
+
+    async with connect(url.replace("http://", "ws://") + "/ws", compression=None) as ws:
+        for frame in [
+            {"type": "reset", "data": {"seed": 0}},
+            *({"type": "step", "data": {"text": turn}} for turn in TURNS),
+        ]:
+            await ws.send(json.dumps(frame))
+            answer = json.loads(await asyncio.wait_for(ws.recv(), ANSWER_WITHIN))
+            if answer["type"] != "observation":
+                raise RuntimeError(f"OpenEnv's server refused the warm-up {frame}: {answer}")
+        await ws.send(json.dumps({"type": "close"}))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, nargs="+", default=[256, 1024])
     parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--arms", nargs="+", choices=sorted(ARMS), default=list(ARMS))
+    arms = [*ARMS, OPENENV]
+    parser.add_argument("--arms", nargs="+", choices=sorted(arms), default=arms)
+    parser.add_argument(
+        "--openenv-python",
+        type=Path,
+        default=ROOT / ".venv-openenv" / "bin" / "python",
+        help="the interpreter of a venv with openenv==0.10 (the openenv arm's server)",
+    )
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args(argv)
+    if OPENENV in args.arms and not args.openenv_python.exists():
+        print(
+            f"skipping the openenv arm: no OpenEnv interpreter at {args.openenv_python} (`make "
+            "test` builds .venv-openenv; or pass --openenv-python PATH)",
+            file=sys.stderr,
+            flush=True,
+        )
+        args.arms = [arm for arm in args.arms if arm != OPENENV]
     rows = []
     print(
         "| arm | S | held | lost steps | steps/s | p50 / p99 ms | MB per session | threads "
@@ -190,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     for sessions in args.sessions:
         for arm in args.arms:
-            row = run_arm(arm, sessions, args.seconds)
+            row = run_arm(arm, sessions, args.seconds, args.openenv_python)
             rows.append(row)
             print(
                 f"| {arm} | {sessions:,} | {row['held']:,} | {row['lost']} "

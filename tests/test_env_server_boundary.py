@@ -124,8 +124,7 @@ def test_a_server_holds_a_bounded_number_of_unfinished_handshakes():
         silent = [socket.create_connection(("127.0.0.1", server.port), timeout=30)]
         silent.append(socket.create_connection(("127.0.0.1", server.port), timeout=30))
         # Connections are accepted in order, so these two are held before the next arrives,
-        # which is answered at once (it sends nothing: bytes the server never reads before it
-        # closes would turn the close into a reset).
+        # which is answered 503 after its head, or (it sends nothing) after a second.
         with socket.create_connection(("127.0.0.1", server.port), timeout=30) as refused:
             answer = b""
             while chunk := refused.recv(65536):

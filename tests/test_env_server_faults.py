@@ -171,8 +171,7 @@ def test_a_client_that_vanishes_mid_episode_leaves_nothing_on_the_server(env_id,
         during, own_kids = process_stats(server.pid), set(child_pids(server.pid)) - before_kids
         assert server.health()["active_sessions"] == 1
         # The client process dies: its socket closes without a close frame.
-        remote._ws.socket.shutdown(socket.SHUT_RDWR)
-        remote._ws.socket.close()
+        remote._ws.transport.get_extra_info("socket").shutdown(socket.SHUT_RDWR)
         assert wait_for(lambda: server.health()["active_sessions"] == 0)
         assert wait_for(lambda: not set(child_pids(server.pid)) - before_kids), own_kids
         assert wait_for(lambda: process_stats(server.pid)["threads"] <= before["threads"])

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
-import functools
 import os
+import random
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any
+import time
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import gymnasium as gym
 from gymnasium.error import InvalidAction, ResetNeeded
@@ -27,6 +29,7 @@ from tool_envs.serve import protocol
 from tool_envs.serve.pool import EnvServerPool, as_pool, websocket_url
 
 TOKEN_VARIABLE = "TOOL_ENVS_SERVE_TOKEN"
+T = TypeVar("T")
 
 # Errors a server-side env raised that mean the same here: the caller's mistake.
 _LOCAL_ERRORS: dict[str, type[Exception]] = {
@@ -56,13 +59,18 @@ class RemoteEnv(gym.Env[list[Message], Any]):
     (see :class:`~tool_envs.core.ToolEnv`): the engines, ``gymnasium.utils`` and user code use it
     unchanged. One session (one server-side env) is held from the first ``reset`` to ``close``
     and reused across episodes; a reset after the session broke opens a new one on the least
-    loaded live server.
+    loaded live server. The connections of every RemoteEnv of a process share one event-loop
+    thread (:class:`_SessionLoop`): a session costs no thread of its own.
 
     **Faults.** A server that is down or hangs mid-episode never raises out of ``step``: the turn
     ends the episode ``truncated`` and void, ``reward_info["void_cause"] == "env_server"``, like
     any infrastructure failure (:mod:`tool_envs.core.outcome`). ``reset`` tries each live server
     once and raises :class:`~tool_envs.errors.EnvServerUnavailableError`, naming the URLs,
-    when none can take the session. Caller mistakes raise what the env raises in-process
+    when none can take the session. A server that answers the handshake ``503`` (busy: at its
+    open-file limit, or ``--max-handshakes`` connections still handshaking) is alive: the
+    session goes to another server, and the busy ones are asked again, with backoff, for up to
+    ``busy_timeout`` seconds; a busy server is never marked dead, so its held sessions' episodes
+    are never voided for it. Caller mistakes raise what the env raises in-process
     (``TaskRowError``, ``EnvConfigError``, ``ResetNeeded``, ``InvalidAction``).
 
     Args:
@@ -74,6 +82,8 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         reset_timeout: The same for a reset, which may start servers or sandboxes (an
             in-process reset is not timed at all).
         connect_timeout: Seconds for the WebSocket handshake before a server counts as dead.
+        busy_timeout: Seconds ``reset`` keeps asking servers that answered ``503`` (busy) before
+            it gives up; 0 gives up after one round.
         max_message_bytes: Largest answer accepted.
     """
 
@@ -87,22 +97,20 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         timeout: float | None = 600.0,
         reset_timeout: float | None = 600.0,
         connect_timeout: float = 10.0,
+        busy_timeout: float = 30.0,
         max_message_bytes: int = 64 * 2**20,
     ):
         try:
-            from websockets.sync.client import connect
+            from websockets.asyncio.client import connect
         except ImportError as exc:
             raise MissingDependencyError("websockets", "serve", "RemoteEnv") from exc
-        import inspect
-
-        # websockets >= 17 warns unless a directly held connection is asked for by name.
-        legacy = {"legacy": True} if "legacy" in inspect.signature(connect).parameters else {}
-        self._connect_function = functools.partial(connect, **legacy)
+        self._connect_function = connect
         self.pool = as_pool(servers)
         self.token = token if token is not None else os.environ.get(TOKEN_VARIABLE)
         self.timeout = timeout
         self.reset_timeout = reset_timeout
         self.connect_timeout = connect_timeout
+        self.busy_timeout = busy_timeout
         self.max_message_bytes = max_message_bytes
         self.observation_space = ChatMessages()
         self.action_space = AssistantTurn()
@@ -144,9 +152,19 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         failures: dict[str, str] = {}
         full: set[str] = set()
         tried: set[str] = set()
+        busy: set[str] = set()  # answered 503 this round: alive, asked again after a pause
+        waits = 0
+        give_up = time.monotonic() + self.busy_timeout
         while True:
-            if self._ws is None and not self._open_session(tried, failures):
-                raise self.pool.unavailable(failures, full)
+            if self._ws is None and not self._open_session(tried, failures, busy):
+                pause = min(1.0, 0.05 * 2**waits) * random.uniform(0.5, 1.0)  # spread a herd
+                if not busy or time.monotonic() + pause > give_up:
+                    raise self.pool.unavailable(failures, full | busy)
+                time.sleep(pause)
+                waits += 1
+                tried -= busy
+                busy.clear()
+                continue
             url = self.url
             try:
                 answer = self._request({"type": "reset", "data": data}, self.reset_timeout)
@@ -296,14 +314,18 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         if ws is not None:
             # Already broken: the server released the env when the connection broke.
             with contextlib.suppress(Exception):
-                ws.send(protocol.dumps({"type": "close"}))
+                _on_loop(ws.send(protocol.dumps({"type": "close"})), self.connect_timeout)
         self._drop_session()
         self._needs_reset = True
 
     # ------------------------------------------------------------------ the session
 
-    def _open_session(self, tried: set[str], failures: dict[str, str]) -> bool:
-        """Connect to the least loaded live server not tried yet; False when none is left."""
+    def _open_session(self, tried: set[str], failures: dict[str, str], busy: set[str]) -> bool:
+        """Connect to the least loaded live server not tried yet; False when none is left. A
+        server that answers 503 is added to ``busy`` (not marked dead), one that refuses the
+        token is skipped, any other failure marks it dead."""
+        from websockets.exceptions import InvalidStatus
+
         while True:
             url = self.pool.acquire(skip=tried)
             if url is None:
@@ -311,22 +333,31 @@ class RemoteEnv(gym.Env[list[Message], Any]):
             tried.add(url)
             headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
             try:
-                self._ws = self._connect_function(
-                    websocket_url(url),
-                    open_timeout=self.connect_timeout,
-                    close_timeout=1.0,
-                    max_size=self.max_message_bytes,
-                    compression=None,
-                    proxy=None,
-                    additional_headers=headers,
+                self._ws = _on_loop(
+                    self._connect_function(
+                        websocket_url(url),
+                        open_timeout=self.connect_timeout,
+                        close_timeout=1.0,
+                        max_size=self.max_message_bytes,
+                        compression=None,
+                        proxy=None,
+                        additional_headers=headers,
+                    ),
+                    None,  # open_timeout bounds it
                 )
             except Exception as exc:
                 self.pool.release(url)
-                why = f"cannot connect ({type(exc).__name__}: {exc})"
-                failures[url] = why
-                if "401" in str(exc) or "403" in str(exc):
+                status = exc.response.status_code if isinstance(exc, InvalidStatus) else None
+                if status == 503:
+                    body = exc.response.body or b""  # type: ignore[union-attr]
+                    said = body.decode("utf-8", "replace").strip() or "no reason given"
+                    failures[url] = f"busy for {self.busy_timeout:g} s (503: {said})"
+                    busy.add(url)
+                elif status in (401, 403):
                     failures[url] = f"refused the bearer token ({exc})"
                 else:
+                    why = f"cannot connect ({type(exc).__name__}: {exc})"
+                    failures[url] = why
                     self.pool.mark_dead(url, why)
                 continue
             self.url = url
@@ -336,13 +367,18 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         """Send one frame and read its answer's ``data``; error frames raise."""
         from websockets.exceptions import WebSocketException
 
-        try:
+        ws = self._ws
+
+        async def exchange() -> Any:
             # A refused session (full server) gets an error frame, then the server closes: if
             # the close beat this send, the frame is still there to read.
             with contextlib.suppress(WebSocketException):
-                self._ws.send(protocol.dumps(message))
-            raw = self._ws.recv(timeout=timeout)
-        except TimeoutError as exc:
+                await ws.send(protocol.dumps(message))
+            return await asyncio.wait_for(ws.recv(), timeout)
+
+        try:
+            raw = _on_loop(exchange(), None)  # wait_for bounds it
+        except (TimeoutError, asyncio.TimeoutError) as exc:
             url = self.url
             self._drop_session()
             what = message["type"]
@@ -388,8 +424,8 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         if url is not None:
             self.pool.release(url)
         if ws is not None:
-            # A hung peer would hold close() for close_timeout: do it off this thread.
-            threading.Thread(target=_close_quietly, args=(ws,), daemon=True).start()
+            # A hung peer would hold close() for close_timeout: not waited for here.
+            asyncio.run_coroutine_threadsafe(_close_quietly(ws), _SessionLoop.get())
 
     def _void_turn(self, detail: str) -> StepResult:
         self._needs_reset = True
@@ -404,6 +440,40 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         )
 
 
-def _close_quietly(ws: Any) -> None:
+async def _close_quietly(ws: Any) -> None:
     with contextlib.suppress(Exception):  # the peer is gone; nothing is left to release
-        ws.close()
+        await ws.close()
+
+
+class _SessionLoop:
+    """The one event loop, on one daemon thread, that carries the WebSocket connections of
+    every :class:`RemoteEnv` of this process. A synchronous client holds a reader thread per
+    connection: a trainer with 1,024 episodes in flight held 1,024 threads for them. Here
+    ``reset`` and ``step`` hand their frame to this loop and wait for the answer, so
+    connections cost no thread (the callers' own threads are the engines' bounded pools). A
+    forked child starts its own loop."""
+
+    _loop: asyncio.AbstractEventLoop | None = None
+    _pid = 0
+    _lock = threading.Lock()
+
+    @classmethod
+    def get(cls) -> asyncio.AbstractEventLoop:
+        with cls._lock:
+            if cls._loop is None or cls._pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                threading.Thread(
+                    target=loop.run_forever, name="tool-envs-remote-envs", daemon=True
+                ).start()
+                cls._loop, cls._pid = loop, os.getpid()
+            return cls._loop
+
+
+def _on_loop(awaitable: Awaitable[T], timeout: float | None) -> T:
+    """Await ``awaitable`` on the connections' loop and wait for its result (not from that
+    loop's own thread)."""
+
+    async def wait() -> T:
+        return await awaitable
+
+    return asyncio.run_coroutine_threadsafe(wait(), _SessionLoop.get()).result(timeout)

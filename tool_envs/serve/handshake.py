@@ -4,7 +4,8 @@ uvicorn times out an idle keep-alive connection, but a new connection that sends
 a request, stays open for as long as its client likes, each holding a file descriptor before the
 server has read a header, let alone checked a token. Here every connection must send its first
 request's head (request line and headers) within ``timeout`` seconds, and at most ``limit``
-connections may be waiting to do so: the next one is answered ``503`` and closed. A WebSocket
+connections may be waiting to do so: the next one is answered ``503`` (once its request head
+is read, so the client reads the answer) and closed. A WebSocket
 session or an HTTP request whose head has arrived is past this stage (the app checks its token
 at once), so long sessions are never cut.
 
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from tool_envs.serve.limits import OpenFiles
 
 _HEAD_END = b"\r\n\r\n"
+_REFUSED_LINGER = 1.0  # seconds a refused connection may take to send its head before it closes
+_MAX_LINGERING = 16  # refused connections waiting for their head at once (each holds a file)
 
 
 @dataclass
@@ -36,11 +39,14 @@ class HandshakeLimits:
         pending: Connections waiting now.
         timed_out: Connections closed because their head did not come in time.
         refused: Connections refused because ``limit`` were waiting.
+        lingering: Refused connections waiting for their head to be answered (at most
+            ``_MAX_LINGERING``; past that a refusal is answered and closed at once).
     """
 
     timeout: float
     limit: int
     pending: int = 0
+    lingering: int = 0
     timed_out: int = 0
     refused: int = 0
 
@@ -71,20 +77,18 @@ def guarded_protocol(
             self._timer: asyncio.TimerHandle | None = None
             self._waiting = False
             self._refused = False
+            self._answer = b""  # the 503 a refused connection gets after its head
+            self._lingering = False  # refused, waiting for its head (counted in ``limits``)
             self._tail = b""
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             self._transport = transport  # type: ignore[assignment]
             if files is not None and not files.admit():
-                self._refused = True
-                transport.write(files.refusal())  # type: ignore[attr-defined]
-                transport.close()
+                self._refuse(files.refusal())
                 return
             if limits.pending >= limits.limit:
-                self._refused = True
                 limits.refused += 1
-                transport.write(limits.refusal())  # type: ignore[attr-defined]
-                transport.close()
+                self._refuse(limits.refusal())
                 return
             limits.pending += 1
             self._waiting = True
@@ -94,6 +98,10 @@ def guarded_protocol(
 
         def data_received(self, data: bytes) -> None:
             if self._refused:
+                seen = self._tail + data
+                self._tail = seen[-(len(_HEAD_END) - 1) :]
+                if _HEAD_END in seen:
+                    self._answer_refusal()  # the head is read: closing sends no reset
                 return
             if self._waiting:
                 seen = self._tail + data
@@ -108,10 +116,11 @@ def guarded_protocol(
 
         def eof_received(self) -> bool | None:
             if self._refused:
-                return None
+                return False  # asyncio closes the transport
             return self._inner.eof_received()
 
         def connection_lost(self, exc: Exception | None) -> None:
+            self._stop_lingering()
             self._passed()
             if not self._refused:
                 self._inner.connection_lost(exc)
@@ -123,6 +132,37 @@ def guarded_protocol(
         def resume_writing(self) -> None:
             if not self._refused:
                 self._inner.resume_writing()
+
+        def _refuse(self, answer: bytes) -> None:
+            """Answer 503 once the request head is read (or after a second without one), then
+            close. A 503 sent before the request reaches a WebSocket client that has not sent
+            it yet, and a socket closed with the request unread sends a reset that can destroy
+            the 503: either way the client saw a broken connection, not a busy server."""
+            self._refused = True
+            self._answer = answer
+            if limits.lingering >= _MAX_LINGERING:  # a flood: each would hold a descriptor
+                self._answer_refusal()
+                return
+            limits.lingering += 1
+            self._lingering = True
+            self._timer = asyncio.get_running_loop().call_later(
+                _REFUSED_LINGER, self._answer_refusal
+            )
+
+        def _answer_refusal(self) -> None:
+            self._stop_lingering()
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if self._answer and self._transport is not None:
+                self._transport.write(self._answer)
+                self._answer = b""
+                self._transport.close()
+
+        def _stop_lingering(self) -> None:
+            if self._lingering:
+                self._lingering = False
+                limits.lingering -= 1
 
         def _passed(self) -> None:
             """The head arrived, or the connection ended: it no longer counts."""

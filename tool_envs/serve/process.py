@@ -25,6 +25,8 @@ class EnvServerProcess:
         args: Further ``tool-envs serve`` flags, e.g. ``("--max-sessions", "8")``.
         env: Extra environment variables of the child.
         startup_timeout: Seconds to wait for the server to listen.
+        command: Another server's command line instead (one that also prints ``serving ... on
+            URL`` once listening): a comparison's server, started and stopped alike.
 
     Attributes:
         url: ``http://127.0.0.1:PORT`` once started.
@@ -40,10 +42,12 @@ class EnvServerProcess:
         env: Mapping[str, str] | None = None,
         cwd: str | Path | None = None,
         startup_timeout: float = 120.0,
+        command: Sequence[str] | None = None,
     ):
-        command = [sys.executable, "-m", "tool_envs.cli", "serve", env_id, "--port", "0"]
-        if env_kwargs:
-            command += ["--env-kwargs", json.dumps(dict(env_kwargs))]
+        if command is None:
+            command = [sys.executable, "-m", "tool_envs.cli", "serve", env_id, "--port", "0"]
+            if env_kwargs:
+                command = [*command, "--env-kwargs", json.dumps(dict(env_kwargs))]
         # A file, not a pipe: a chatty server must never block on a full pipe.
         self._stderr = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed by stop()
         self.process = subprocess.Popen(
