@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from tool_envs.core.once import built_once
 from tool_envs.tau.users.reading import Reading, Vocabulary, read_message
 
 Act = Literal["ask", "confirm", "anything_else", "end", "open", "device"]
@@ -72,23 +72,16 @@ def train_act_classifier(cases: Sequence[Mapping[str, Any]]) -> Any:
     return model.fit([case["message"] for case in cases], [case["act"] for case in cases])
 
 
-_lock = threading.Lock()
-_model: Any = None
-
-
+@built_once
 def act_classifier() -> Any:
     """The classifier trained on :data:`WORDINGS`, trained once per process (env pools step
     envs from many threads: the first reader trains it, the others wait)."""
-    global _model
-    with _lock:
-        if _model is None:
-            _model = train_act_classifier(load_wordings())
-        return _model
+    return train_act_classifier(load_wordings())
 
 
 def classify_act(message: str, model: Any = None) -> Act:
     """The act ``message`` asks of the user, by ``model`` (default: :func:`act_classifier`)."""
-    return (model or act_classifier()).predict([message])[0]
+    return (act_classifier() if model is None else model).predict([message])[0]
 
 
 def read_turn(

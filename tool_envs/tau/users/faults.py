@@ -285,6 +285,7 @@ class UserFaultCheck:
         self.scenario = scenario
         self.kinds = tuple(kinds)
         self._vocabulary = list(vocabulary)
+        self._last_read: tuple[str | None, Reading] = (None, Reading())
         self._known = dict(scenario.known_info)
         scenario_text = " ".join(
             [
@@ -439,8 +440,12 @@ class UserFaultCheck:
         return f"the user ended the chat after the agent asked for {what}, unfinished{progress}"
 
     def _read(self, agent_message: str) -> Reading:
-        """The agent's message read as the scripted user reads it (the act classified)."""
-        return read_turn(agent_message, self._vocabulary, known=len(self._known))[1]
+        """The agent's message read as the scripted user reads it (the act classified); the
+        turn's checks share one reading."""
+        if self._last_read[0] != agent_message:
+            reading = read_turn(agent_message, self._vocabulary, known=len(self._known))[1]
+            self._last_read = (agent_message, reading)
+        return self._last_read[1]
 
     def _new_known(self, asked: Sequence[str], turn: _Turn) -> list[str]:
         """Known fields asked whose value the user has not said yet."""

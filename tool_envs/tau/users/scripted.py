@@ -214,8 +214,7 @@ class ScriptedUser(UserSimulator):
             if action.matches(requests) and action not in asked:
                 asked.append(action)
         if loose and not asked:  # asked for an action in words the request rules do not see
-            asked = [action for action in self._pending_actions if action.matches(agent_message)]
-            asked = [a for i, a in enumerate(asked) if a not in asked[:i]][:1]
+            asked = [a for a in self._pending_actions if a.matches(agent_message)][:1]
         for action in asked:
             outcome = self._device.call(ToolCall(action.name, dict(action.arguments)))
             if outcome.error is None and self._device.toolset[action.name].writes:
