@@ -142,14 +142,14 @@ _VALUE_LABEL = re.compile(r"(?<![\w'])([A-Za-z][A-Za-z ]{2,24}?)\s*:")
 
 # Fields whose plain name rarely appears in how agents ask for them.
 DEFAULT_KEYWORDS: dict[str, tuple[str, ...]] = {
-    "email": ("email", "e-mail"),
-    "zip_code": ("zip", "postal code", "postcode"),
-    "name": ("your name", "full name", "first name", "last name", "name and",
+    "email": ("email", "e-mail", "email address", "e-mail address"),
+    "zip_code": ("zip", "postal code", "postcode", "post code", "pincode", "pin code"),
+    "name": ("your name", "full name", "first name", "last name", "name and", "good name",
              "who's the account holder", "who is the account holder", "whose name",
              "who am i speaking"),
     "user_id": ("user id", "user_id", "account id", "customer id"),
     "order_id": ("order id", "order number", "order_id", "which order", "order #", "order you",
-                 "number of the order", "number of your order"),
+                 "number of the order", "number of your order", "number of order"),
     "reservation_id": ("reservation id", "reservation number", "confirmation number",
                        "booking reference", "reservation_id", "which reservation",
                        "which booking", "reservation you", "booking you", "reservation code",
@@ -198,9 +198,14 @@ def vocabulary(
 
 _SENTENCE_END = re.compile(
     r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)"
-    r"(?<!\bvs\.)(?<!\bSt\.)(?<=[.!?])[\"')\]]*\s+|\n+|\s*[\u2705\u2714\U0001F300-\U0001FAFF]+\s*"
+    r"(?<!\bvs\.)(?<!\bSt\.)(?<=[.!?])[\"')\]]*\s+|\n+"
+    # an emoji ends a sentence where a new one starts after it ("Done \u2705 Anything else?"),
+    # not inside one ("your gift card \U0001F381 or your card?")
+    r"|\s*[\u2705\u2714\U0001F300-\U0001FAFF]+\s*(?=[^\w\s]*[A-Z0-9]|\s*$)"
 )
-_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+_BULLET = re.compile(r"^\s*(?:[-*\u2022\u2610\u2460-\u2473]|\d+[.)]|\(?[a-h][.)]|\[\s?\])\s*(?=\S)")
+# A ticked item of a checklist is done, not asked: "[x] Email verified".
+_TICKED = re.compile(r"^\s*(?:\[[xX\u2713\u2714]\]|[\u2611\u2705\u2714])")
 
 
 _MARKDOWN = re.compile(r"\*\*|__|(?<!\w)[*_`](?=\w)|(?<=\w)[*_`](?!\w)|^\s*#+\s*", re.M)
@@ -230,7 +235,7 @@ def sentences(text: str) -> list[str]:
     text = _CASUAL.sub(lambda m: _CASUAL_WORDS[m.group(0).lower()], _MARKDOWN.sub("", text))
     text = _Y_FOR_WHY.sub("why", text)
     for line in text.replace("(s)", "s").splitlines():
-        if not line.strip():
+        if not line.strip() or _TICKED.match(line):
             continue
         if _BULLET.match(line) and listing:
             parts[-1] += " " + _BULLET.sub("", line).rstrip(".") + ";"
@@ -246,7 +251,8 @@ _INFO_VERBS = (
     r"provide|share|tell|give|send|state|enter|supply|specify|spell|type|list|confirm|verify|"
     r"mention|include|repeat|clarify|indicate|choose|pick|select|describe|write|read|say|text|"
     r"upload|attach|let (?:me|us) (?:know|have|get|see)|fill in|drop|note down|double-check|"
-    r"recheck|shoot|hit me with|pass along|send over|identify|re-?type|re-?enter|resend"
+    r"recheck|shoot|hit me with|pass along|send over|identify|re-?type|re-?enter|resend|dm|"
+    r"pop over|revert with|send across"
 )
 _LEAD_IN = (
     r"(?:(?:ok(?:ay)?|great|sure|alright|all right|perfect|thanks|thank you|got it|certainly|"
@@ -370,6 +376,13 @@ _SOMEONE_ELSES_BEFORE = re.compile(
     # a name's possessive inside a sentence ("Could you give me Nkechi's member ID?")
     r"|(?<=[\w,]\s)(?!(?:What|That|It|Here|There|Let|He|She|Who|Where|How|Everything|Nothing"
     r"|Today|Yesterday)\b)[A-Z][a-z]+(?:'s|\u2019s))\s+(?:[\w-]+,?\s+){0,4}$"
+)
+# The change a message is about, not a detail asked: "for changing the delivery address, ...",
+# "Switching payment is easy!"
+_PURPOSE_BEFORE = re.compile(
+    r"(?:\b(?:for|about|to\s+start|before)\s+|^\W*)(?:switching|changing|updating|modifying)"
+    r"\s+(?:the\s+|your\s+|my\s+)?(?:\w+\s+)?$",
+    re.I,
 )
 _SOMEONE_ELSES_AFTER = re.compile(
     rf"^[\w\s-]{{0,40}}?\b(?:of|for)\s+(?:(?:each|every|all|the|any|other)\s+(?:\w+\s+)?"
@@ -658,7 +671,11 @@ def _claim(
     taken: list[tuple[str, tuple[int, int]]] = []
     for unknown, _, _, field, span in candidates:
         after = sentence[span[1] :]
-        if _STATED_VALUE.match(after) or _NEGATED.search(sentence[: span[0]]):
+        if (
+            _STATED_VALUE.match(after)
+            or _NEGATED.search(sentence[: span[0]])
+            or _PURPOSE_BEFORE.search(sentence[: span[0]])
+        ):
             continue
         if field == "name" and (
             _OF_A_THING.match(after)
@@ -666,7 +683,14 @@ def _claim(
             or (_UI_LABEL.search(sentence[: span[0]]) and not _title_case(sentence))
         ):
             continue
-        if field == "zip_code" and len(_ADDRESS_PARTS.findall(sentence)) >= 2:
+        if field == "zip_code" and (
+            len(_ADDRESS_PARTS.findall(sentence)) >= 2
+            or re.search(
+                r"\baddress\s+(?:with|including|incl\.?|and|along\s+with)\s+(?:the\s+|your\s+)?$",
+                sentence[: span[0]],
+                re.I,
+            )
+        ):
             continue  # "include the street, city, state and zip": parts of an address asked
         if unknown and (
             _SOMEONE_ELSES_BEFORE.search(sentence[: span[0]])
@@ -682,9 +706,29 @@ def _claim(
             named.setdefault(field, []).append(span)
             taken.append((field, span))
     own = {words.field for words in vocabulary[:known]}
-    items = _drop_examples(sentence, list(named.items()))
+    items = _drop_examples(sentence, _drop_titled(sentence, list(named.items())))
     items = _drop_described(sentence, _drop_joined(items, own))
     return _first_wh_only(sentence, _drop_referred(sentence, items, own))
+
+
+# A title before a colon, at the start or after a list's ';' ("Add items to an order: your
+# phone number; the order number", "Price difference: $612; Payment: which card?").
+_TITLE = re.compile(r"(?:^|;\s*)([^:;?]{3,60}:\s)")
+
+
+def _drop_titled(
+    sentence: str, named: list[tuple[str, list[tuple[int, int]]]]
+) -> list[tuple[str, list[tuple[int, int]]]]:
+    """Fields named only in titles are their subject where the text after a colon names
+    fields too ("Payment: which card should I charge?" asks for the card)."""
+    titles = [match.span(1) for match in _TITLE.finditer(sentence)]
+
+    def titled(start: int) -> bool:
+        return any(begin <= start < end for begin, end in titles)
+
+    if not any(not titled(s) for _, spans in named for s, _ in spans):
+        return named
+    return [(field, spans) for field, spans in named if any(not titled(s) for s, _ in spans)]
 
 
 def _drop_examples(
@@ -740,11 +784,13 @@ def _drop_described(
 
 # Clauses of one sentence: "Which flight do you prefer, and how would you like to pay?"
 _CLAUSE_BREAK = re.compile(
-    r",\s*(?:and|or|plus|also)\s+|;\s*|,\s*(?=(?:how|what|which|when|who|where|whether)\b)"
-    r"|\s+and\s+(?=(?:how|what|which|when|who|where|whether|if|your|the|also)\b)",
+    r",\s*(?:and|or|plus|also)\s+|\s+and\s*,\s*|;\s*|,\s*(?=(?:how|what|which|when|who|where|whether)\b)"
+    r"|\s+and\s+(?:(?:to|for|on|at|by|from|in)\s+(?=which\b))?"
+    r"(?=(?:how|what|which|when|who|where|whether|if|your|the|also)\b)",
     re.I,
 )
-_WH_START = re.compile(r"^\W*(?:\w+[,!]\s+)?(?:which|what)\b", re.I)
+_VERB_FIRST = re.compile(r"(?:was|were|is|are|has|had|did|does|do)\b", re.I)
+_WH_START = re.compile(r"^\W*(?:[\w ]{1,24}:\s+)?(?:\w+[,!]\s+)?(?:which|what)\b", re.I)
 
 
 def _first_wh_only(
@@ -758,8 +804,13 @@ def _first_wh_only(
     first = min((span for _, spans in named for span in spans), default=None)
     if first is None or first[0] > start.end():
         return named
-    # the wh-phrase and the words it runs into ("what date and time")
-    opener = [field for field, spans in named if any(s <= first[1] + 1 for s, _ in spans)]
+    # the wh-phrase and the words it runs into ("what date and time"), not its verb ("which
+    # order was missing food": the order)
+    opener = [
+        field
+        for field, spans in named
+        if any(s <= first[1] + 1 and not _VERB_FIRST.match(sentence, s) for s, _ in spans)
+    ]
     brk = _CLAUSE_BREAK.search(sentence)
     end = brk.start() if brk else len(sentence)
     return [
@@ -860,6 +911,53 @@ def _asked_by_noun(sentence: str, vocabulary: Vocabulary) -> str | None:
         if found:
             return min(found)[2]
     return None
+
+
+# A form's item with a label and no value asks for what the label names: "1. ITEM TO EXCHANGE:
+# ?", "- Reason:", "TRAVEL INSURANCE (YES/NO):". A label line that a list follows is its heading.
+_FORM_ITEM = re.compile(
+    r"^\s*(?P<bullet>[-*\u2022]|\d+[.)])?\s*(?P<label>[A-Za-z][\w /()'&-]{1,40}?)\s*:\s*"
+    r"(?:\?|_{2,}|\[\s*\]|\(?\s*(?:yes\s*/\s*no|y\s*/\s*n)\s*\)?)?\s*$",
+    re.I,
+)
+_LABEL_FILLER = frozenset(
+    {"the", "a", "an", "of", "to", "for", "your", "my", "and", "or", "number", "no", "yes", "y",
+     "n", "please", "details", "detail", "info", "information"}
+)  # fmt: skip
+
+
+def _stems(text: str) -> set[str]:
+    """Content words of a label or a field name, stemmed ("checked bags" ~ bags_to_check)."""
+    words = re.findall(r"[a-z]+", text.lower().replace("_", " "))
+    return {re.sub(r"(?:ing|ed|es|s)$", "", w) or w for w in words if w not in _LABEL_FILLER}
+
+
+def _form_fields(text: str, vocabulary: Vocabulary, known: int) -> list[str]:
+    """The fields a form's empty items ask for: by a field's words in the label, else by the
+    field whose name shares most of the label's words (the user's own fields first)."""
+    lines = [_MARKDOWN.sub("", line) for line in text.splitlines() if line.strip()]
+    fields: list[str] = []
+    for index, line in enumerate(lines):
+        item = _FORM_ITEM.match(line)
+        if item is None:
+            continue
+        heading = (
+            not item.group("bullet") and index + 1 < len(lines) and _BULLET.match(lines[index + 1])
+        )
+        if heading:
+            continue
+        label = re.sub(r"\([^()]*\)", " ", item.group("label")).strip() or item.group("label")
+        named = [field for field, _ in _claim(label, vocabulary, known, lambda w: w.pattern)]
+        if not named:
+            words = _stems(label)
+            scored = [
+                (len(words & _stems(w.field)) / len(words | _stems(w.field)), -rank, w.field)
+                for rank, w in enumerate(vocabulary)
+                if words & _stems(w.field)
+            ]
+            named = [max(scored)[2]] if scored else []
+        fields += [field for field in named if field not in fields]
+    return fields
 
 
 # Fields that pick one of what the agent offered; a "which one would you like?" that names no
@@ -996,6 +1094,10 @@ def read_message(
             or _CANNOT_HELP.search(sentence)
         ):
             ends = True
+    form = _form_fields(text, vocabulary, known)
+    if form:
+        asked.update(dict.fromkeys(form))
+        request, confirmation = True, False
     if not (asked or confirmation):  # a fragment asks only where nothing else names a field
         asked, request = fragments, request or bool(fragments)
     if not (asked or confirmation) and choice_question:

@@ -24,7 +24,17 @@ DOMAIN = TASKS.make_domain(
     identity_ask=("email",),  # a user without one offers a name and zip code
     user_keywords={
         "reason": ("making you", "what made you", "reason", "why"),
-        "items": ("which item", "which items", "what item", "which product", "which products"),
+        "items": (
+            "which item",
+            "which items",
+            "what item",
+            "which product",
+            "which products",
+            "which bits",
+            "sending back",
+            "send back",
+            "wanting to return",
+        ),
         "new_items": (
             "new item",
             "which option",
@@ -57,6 +67,7 @@ DOMAIN = TASKS.make_domain(
             "get instead",
         ),
         "payment_method": (
+            "difference go",
             "refund method",
             "refunded to",
             "refund go",
