@@ -21,12 +21,14 @@ so ``tool-envs eval`` saves each trial at once and can stop between them.
 :mod:`tool_envs.rollout.seeds`; None lets each env draw its own.
 
 **Void episodes** (infrastructure failed; see :mod:`tool_envs.core.outcome`) get no reward.
-One rule for a failed generation request, the same in both engines: it voids the episodes it
-was for (the lockstep engine's one call per turn is for every live episode; the asynchronous
-engine's for one). A batch in which more than ``RolloutConfig.max_void_fraction`` of the
-episodes are void raises :class:`~tool_envs.errors.RolloutVoidError`, every rollout kept on it:
-something is broken, and training on what is left would hide it.
-
+An env step that raises voids its own episode only, in every engine. One rule for a failed
+generation request, the same in both token engines: it voids the episodes it was for (the
+lockstep engine's one call per turn is for every live episode; the asynchronous engine's for
+one); a message-level agent's API that fails stops play instead (see
+:mod:`~tool_envs.rollout.chat_engine`).
+A batch in which more than ``RolloutConfig.max_void_fraction`` of the episodes are void raises
+:class:`~tool_envs.errors.RolloutVoidError`, every episode kept on it: something is broken, and
+training on what is left would hide it (a stream: once every row has its episode).
 """
 
 from __future__ import annotations
