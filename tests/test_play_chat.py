@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import threading
 
-import gymnasium as gym
 import pytest
+from rollout_helpers import FailsOnMarker
 
 from tool_envs.calculator import default_splits
 from tool_envs.errors import EpisodeInterrupted, EvalError
@@ -125,17 +125,6 @@ def test_stop_is_honoured_at_the_next_turn_and_nothing_more_starts(tasks):
         assert player.engine.playing == 0
     assert seen == [0]  # row 1 ended at its next turn (dropped), rows 2-3 never started
     assert tasks[3]["extra_info"]["id"] not in agent.started  # it would have started after stop
-
-
-class FailsOnMarker(gym.Wrapper):
-    """An env whose step raises for the task whose question is ``marker``: its episode is void."""
-
-    marker = ""
-
-    def step(self, action):
-        if any(m["content"] == self.marker for m in self.unwrapped.messages):
-            raise OSError("the tool server went away")
-        return self.env.step(action)
 
 
 def test_an_env_that_raises_voids_only_its_episode_under_the_void_rule(tasks):

@@ -11,14 +11,3 @@ from tool_envs.rollout.agents import GoldAgent as GoldAgent
 from tool_envs.rollout.agents import NoopAgent as NoopAgent
 from tool_envs.rollout.agents import OpenAIAgent as OpenAIAgent
 from tool_envs.rollout.agents import text_mode_messages as text_mode_messages
-
-__all__ = [
-    "Agent",
-    "EpisodeInterrupted",
-    "EpisodeResult",
-    "EvalError",
-    "GoldAgent",
-    "NoopAgent",
-    "OpenAIAgent",
-    "text_mode_messages",
-]
