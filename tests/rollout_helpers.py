@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gymnasium as gym
+
 from tool_envs.calculator import default_splits, gold_turns
 from tool_envs.rollout.backends.base import Generation, SamplingSettings
 from tool_envs.tiny_models import build_model, build_tokenizer
@@ -154,3 +156,14 @@ def stub_rollout(reward: float, outcome: str, **fields):
         outcome=outcome,
         **values,
     )
+
+
+class FailsOnMarker(gym.Wrapper):
+    """An env whose step raises for the task whose question is ``marker``: its episode is void."""
+
+    marker = ""
+
+    def step(self, action):
+        if any(m["content"] == self.marker for m in self.unwrapped.messages):
+            raise OSError("the tool server went away")
+        return self.env.step(action)

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
-import gymnasium as gym
 import pytest
-from rollout_helpers import tiny_tokenizer_and_model
+from rollout_helpers import FailsOnMarker, tiny_tokenizer_and_model
 
 from tool_envs.calculator import default_splits, gold_turns
 from tool_envs.integrations.trl import env_reward
@@ -79,17 +78,6 @@ def test_the_engine_kind_is_the_policys_and_a_player_keeps_one_engine(policy, ta
             asyncio.run(player.aplay(tasks[:1]))
     with pytest.raises(ValueError, match="needs a continuous-batching server backend"):
         Player(Policy(policy.tokenizer, policy.backend, engine="async"))
-
-
-class FailsOnMarker(gym.Wrapper):
-    """An env whose step raises for the task whose question is ``marker``: its episode is void."""
-
-    marker = ""
-
-    def step(self, action):
-        if any(m["content"] == self.marker for m in self.unwrapped.messages):
-            raise OSError("the tool server went away")
-        return self.env.step(action)
 
 
 def test_void_episodes_get_no_reward_and_a_mostly_void_batch_raises(policy, tasks):

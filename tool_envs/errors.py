@@ -52,9 +52,10 @@ re-exports the class under its old import path).
     │                                        [rollout.backends.vllm.launch]
     ├── WeightSyncError       (also RuntimeError) vLLM's weights cannot be kept in step with
     │                                        the policy [rollout.backends.vllm.weight_sync]
-    ├── EvalError             (also RuntimeError) an evaluation cannot go on [eval.agents]
-    ├── EpisodeInterrupted                     an evaluation is stopping; the trial is dropped
-    │                                        [eval.agents]
+    ├── EvalError             (also RuntimeError) an evaluation, or a message-level agent's
+    │                                        play, cannot go on [rollout.agents, eval]
+    ├── EpisodeInterrupted                     play is stopping; the episode is dropped
+    │                                        [rollout.agents]
     └── TRLInternalsError     (also RuntimeError) the installed TRL lacks an internal tool_envs
                                              relies on; names it and the TRL version
                                              [integrations.trl.trl_compat]
@@ -438,11 +439,13 @@ class WeightSyncError(ToolEnvsError, RuntimeError):
 
 
 class EvalError(ToolEnvsError, RuntimeError):
-    """The evaluation cannot go on (bad input, unreachable API); finished trials are kept."""
+    """The evaluation cannot go on (bad input, unreachable API, a task its env cannot start);
+    finished trials are kept. Also what a message-level agent's play raises for those
+    (:class:`~tool_envs.rollout.chat_engine.ChatEngine`)."""
 
 
 class EpisodeInterrupted(ToolEnvsError):
-    """The run is stopping (Ctrl-C or another trial's fatal error); this trial is dropped."""
+    """The run is stopping (Ctrl-C or another trial's fatal error); this episode is dropped."""
 
 
 # --------------------------------------------------------------------------- TRL

@@ -14,6 +14,7 @@ and decoded back to dicts by `validate_row`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -32,7 +33,7 @@ from pydantic import (
 
 from tool_envs.errors import TaskRowError
 
-__all__ = ["ChatMessage", "TaskRow", "encode_row", "validate_row"]
+__all__ = ["ChatMessage", "TaskRow", "encode_row", "task_id_of", "validate_row"]
 
 ENV_ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]+/[A-Za-z0-9_.:-]+-v\d+$")
 """``namespace/Name-vN``: the gymnasium id form with both a namespace and a version."""
@@ -267,3 +268,15 @@ def encode_row(row: Mapping[str, Any], index: int | None = None) -> dict[str, An
     for name in _JSON_FIELDS:
         normalised[name] = json.dumps(normalised[name], ensure_ascii=False, sort_keys=True)
     return normalised
+
+
+def task_id_of(row: Mapping[str, Any]) -> str:
+    """A row's stable id: ``extra_info["id"]``, or a digest of the prompt for rows that have none
+    (so an id never depends on how a run was started; ``tool-envs eval`` matches trials by it)."""
+    given = (row.get("extra_info") or {}).get("id")
+    if given is not None:
+        return str(given)
+    digest = hashlib.sha1(
+        json.dumps(row["prompt"], sort_keys=True, ensure_ascii=False).encode()
+    ).hexdigest()
+    return f"prompt-{digest[:12]}"

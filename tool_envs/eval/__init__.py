@@ -22,9 +22,9 @@ _LAZY = {
     "EvalResult": "tool_envs.eval.result",
     "run_eval": "tool_envs.eval.runner",
     "EvalError": "tool_envs.errors",
-    "GoldAgent": "tool_envs.eval.agents",
-    "NoopAgent": "tool_envs.eval.agents",
-    "OpenAIAgent": "tool_envs.eval.agents",
+    "GoldAgent": "tool_envs.rollout.agents",
+    "NoopAgent": "tool_envs.rollout.agents",
+    "OpenAIAgent": "tool_envs.rollout.agents",
     "pass_at_k": "tool_envs.eval.metrics",
     "pass_hat_k": "tool_envs.eval.metrics",
     "summarize": "tool_envs.eval.metrics",
@@ -38,9 +38,6 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from tool_envs.errors import EvalError as EvalError
-    from tool_envs.eval.agents import GoldAgent as GoldAgent
-    from tool_envs.eval.agents import NoopAgent as NoopAgent
-    from tool_envs.eval.agents import OpenAIAgent as OpenAIAgent
     from tool_envs.eval.check import check_env_id as check_env_id
     from tool_envs.eval.commands import check_command as check_command
     from tool_envs.eval.commands import eval_command as eval_command
@@ -53,6 +50,9 @@ if TYPE_CHECKING:
     from tool_envs.eval.result import EvalResult as EvalResult
     from tool_envs.eval.runner import EvalConfig as EvalConfig
     from tool_envs.eval.runner import run_eval as run_eval
+    from tool_envs.rollout.agents import GoldAgent as GoldAgent
+    from tool_envs.rollout.agents import NoopAgent as NoopAgent
+    from tool_envs.rollout.agents import OpenAIAgent as OpenAIAgent
 
 __all__ = list(_LAZY)
 

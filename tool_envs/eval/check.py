@@ -18,8 +18,8 @@ from gymnasium.utils.env_checker import check_env
 
 from tool_envs.core.info_contract import info_problems
 from tool_envs.core.messages import render_transcript
-from tool_envs.eval.agents import GoldAgent
 from tool_envs.registration import resolve_env_id
+from tool_envs.rollout.agents import GoldAgent
 
 __all__ = ["check_env_id"]
 

@@ -1,10 +1,13 @@
 """Run tasks x trials with an agent, writing each finished trial at once, resuming earlier runs.
 
-The main thread owns the trajectories file; worker threads (``concurrency`` of them) each play
-whole episodes, so the API always has ``concurrency`` requests in flight instead of waiting for a
-turn's slowest conversation. On Ctrl-C or a fatal API error the run stops scheduling, workers
-drop their unfinished episodes at the next turn, and every trial already written stays written;
-rerunning the same command plays only what is missing.
+The trials are played by :meth:`Player.stream <tool_envs.rollout.player.Player.stream>` (the
+chat engine: ``concurrency`` whole episodes at once, so the API always has ``concurrency``
+requests in flight), each reset with the seed ``derive_seed(seed, task index, trial)``; this
+module keeps what is eval's: which trials are missing, the run's identity, the files, when to
+stop, the summary and reports. The main thread owns the trajectories file and writes each trial
+as the stream yields it. On Ctrl-C or a fatal API error the run stops scheduling, episodes in
+flight end at their next turn, and every trial already written stays written; rerunning the
+same command plays only what is missing.
 
 A *void* trial (its episode ended because infrastructure failed: the simulated user's or the
 judge's API, an env that raised; see :mod:`tool_envs.core.outcome`) says nothing about the agent.
@@ -20,14 +23,12 @@ and counted in the summary's user-fault rate per env and user strategy.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import contextlib
 import inspect
 import json
 import os
 import signal
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,17 +36,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from tool_envs.core.outcome import VOID, outcome_of, void_info
-from tool_envs.errors import ToolEnvsError
-from tool_envs.eval.agents import (
-    Agent,
-    EpisodeInterrupted,
-    EpisodeResult,
-    EvalError,
-    GoldAgent,
-    NoopAgent,
-    OpenAIAgent,
-)
+from tool_envs.core.outcome import VOID, outcome_of
+from tool_envs.errors import EvalError, ToolEnvsError
 from tool_envs.eval.metrics import is_success, summarize, user_fault_of
 from tool_envs.eval.report import write_reports
 from tool_envs.eval.result import EvalResult as EvalResult
@@ -58,8 +50,11 @@ from tool_envs.registration import (
     registered_id,
     resolve_env_id,
 )
+from tool_envs.rollout.agents import Agent, GoldAgent, NoopAgent, OpenAIAgent
+from tool_envs.rollout.chat_engine import ChatEpisode, acquire_env
 from tool_envs.rollout.config import RolloutConfig
 from tool_envs.rollout.env_pool import EnvPool
+from tool_envs.rollout.player import Finished, Player, Policy
 from tool_envs.serve.pool import check_env_servers
 
 __all__ = ["AGENTS", "EvalConfig", "EvalResult", "run_eval"]
@@ -263,7 +258,9 @@ def make_agent(config: EvalConfig) -> tuple[Agent, Any]:
 def env_settings(config: EvalConfig, env_ids: list[str]) -> RolloutConfig:
     """The run's env settings as the engines take them: ``--env-kwargs`` per env id, with
     ``--user`` and ``--parser`` for the in-process envs whose constructors take them, and
-    ``--max-turns`` and ``--env-servers`` (validated as in :meth:`EvalConfig.validate`)."""
+    ``--max-turns`` and ``--env-servers`` (validated as in :meth:`EvalConfig.validate`); the
+    chat engine plays ``--concurrency`` trials at once (one at a time for the scripted agents),
+    and never refuses a run for its void trials (``--void-limit`` stops it instead)."""
     env_kwargs = {}
     for env_id in env_ids:
         if for_env(config.env_servers, env_id) is not None:
@@ -275,7 +272,11 @@ def env_settings(config: EvalConfig, env_ids: list[str]) -> RolloutConfig:
         env_kwargs[env_id] = kwargs
     try:
         return RolloutConfig(
-            max_turns=config.max_turns, env_kwargs=env_kwargs, env_servers=config.env_servers
+            max_turns=config.max_turns,
+            env_kwargs=env_kwargs,
+            env_servers=config.env_servers,
+            max_concurrent_requests=config.concurrency if config.agent == "openai" else 1,
+            max_void_fraction=1.0,
         )
     except ValueError as exc:
         raise EvalError(str(exc)) from exc
@@ -283,12 +284,8 @@ def env_settings(config: EvalConfig, env_ids: list[str]) -> RolloutConfig:
 
 @contextlib.contextmanager
 def _env_of(pool: EnvPool, env_id: str) -> Iterator[gym.Env]:
-    """An env of ``env_id`` from the pool for one trial, returned to it afterwards."""
-    try:
-        env = pool.acquire(env_id)
-    except (TypeError, ValueError) as exc:
-        kwargs = env_kwargs_for(pool.config.env_kwargs, env_id)
-        raise EvalError(f"cannot make {env_id} with {kwargs}: {exc}") from exc
+    """An env of ``env_id`` from the pool, returned to it afterwards."""
+    env = acquire_env(pool, env_id)
     try:
         yield env
     finally:
@@ -354,59 +351,10 @@ def _preflight(config: EvalConfig, tasks: dict[str, list[EvalTask]]) -> None:
         pool.close()
 
 
-def _play_trial(
-    agent: Agent,
-    pool: EnvPool,
-    task: EvalTask,
-    trial: int,
-    config: EvalConfig,
-    stop: threading.Event,
-) -> dict[str, Any]:
-    if stop.is_set():
-        raise EpisodeInterrupted
-    with _env_of(pool, task.env_id) as env:
-        return _play_on(env, agent, task, trial, config, stop)
-
-
-def _play_on(
-    env: gym.Env,
-    agent: Agent,
-    task: EvalTask,
-    trial: int,
-    config: EvalConfig,
-    stop: threading.Event,
-) -> dict[str, Any]:
-    seed = derive_seed(config.seed, task.index, trial)
-    started = time.monotonic()
-    try:
-        env.reset(seed=seed, options={"task": task.row})
-    except Exception as exc:  # a task the env cannot start is a task-set bug: stop and say which
-        raise EvalError(
-            f"{task.env_id} cannot start task {task.task_id!r}: {type(exc).__name__}: {exc}"
-        ) from exc
-    result = EpisodeResult()
-    try:
-        agent.play(env, task.row, stop, result)
-    except (EvalError, EpisodeInterrupted, KeyboardInterrupt):
-        raise
-    except Exception as exc:  # an env that raised: not the agent's doing, and not the others'
-        result.error = f"{type(exc).__name__}: {exc}"
-        result.reward, result.terminated, result.truncated = 0.0, False, True
-        result.info = {**result.info, "reward_info": void_info("env_error", result.error)}
-    return _record(result, env, task, trial, seed, config, time.monotonic() - started)
-
-
-def _record(
-    result: EpisodeResult,
-    env: gym.Env,
-    task: EvalTask,
-    trial: int,
-    seed: int,
-    config: EvalConfig,
-    seconds: float,
-) -> dict[str, Any]:
+def _record(episode: ChatEpisode, task: EvalTask, trial: int, config: EvalConfig) -> dict[str, Any]:
     """The trial's line in ``trajectories.jsonl`` (or ``void.jsonl``)."""
-    messages = env.unwrapped.messages
+    result = episode.result
+    messages = episode.messages
     texts = iter(result.raw_texts)
     for message in messages:
         if message["role"] == "assistant":
@@ -421,7 +369,7 @@ def _record(
         "task_id": task.task_id,
         "task_index": task.index,
         "trial": trial,
-        "seed": seed,
+        "seed": episode.seed,
         "agent": config.agent,
         "model": config.model if config.agent == "openai" else None,
         "reward": result.reward,
@@ -436,34 +384,42 @@ def _record(
         "helper_usage": {k: v for k, v in helpers.items() if v is not None} or None,
         "finish_reasons": result.finish_reasons or None,
         "error": result.error,
-        "seconds": round(seconds, 3),
+        "seconds": round(episode.seconds, 3),
         "messages": messages,
     }
 
 
 @contextlib.contextmanager
-def _ctrl_c_sets(ctrl_c: threading.Event, stop: threading.Event) -> Iterator[None]:
+def _ctrl_c_sets(
+    ctrl_c: threading.Event, stop: threading.Event, abandon: threading.Event
+) -> Iterator[None]:
     """While running, Ctrl-C asks for a clean stop instead of raising at a random line.
 
     A KeyboardInterrupt raised inside the executor's bookkeeping could leave a future's lock
-    held and hang the workers; the flag is checked at safe points instead. A second Ctrl-C
-    raises as usual. Signal handlers exist only in the main thread; elsewhere nothing changes.
+    held and hang the workers; the flags are checked at safe points instead: ``stop`` at once
+    (no trial starts; those in flight end at their next turn and are kept if they finish), and
+    ``abandon`` ``_GRACE_SECONDS`` later (stop waiting for them). A second Ctrl-C raises as
+    usual. Signal handlers exist only in the main thread; elsewhere nothing changes.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    grace = threading.Timer(_GRACE_SECONDS, abandon.set)
+    grace.daemon = True
 
     def handler(signum: int, frame: Any) -> None:
         if ctrl_c.is_set():
             raise KeyboardInterrupt
         ctrl_c.set()
         stop.set()
+        grace.start()
 
     previous = signal.signal(signal.SIGINT, handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+        grace.cancel()
 
 
 def _progress(config: EvalConfig, total: int, done: int) -> Any:
@@ -519,75 +475,57 @@ def _play_all(config: EvalConfig, tasks: dict[str, list[EvalTask]]) -> EvalResul
         _preflight(config, tasks)
     agent, client = make_agent(config) if jobs else (None, None)
     _write_run_file(out, config)
-    stop = threading.Event()
-    pool = EnvPool(env_settings(config, list(tasks)))
     bar = _progress(config, total, total - len(jobs))
     state: dict[str, Any] = {"written": 0, "successes": 0, "error": None, "void_streak": 0}
     void_records: list[dict[str, Any]] = []
     void_log = TrajectoryStore(out / VOID_LOG)
+    stop, ctrl_c, abandon = threading.Event(), threading.Event(), threading.Event()
 
-    def collect(finished: set[cf.Future]) -> None:
-        for future in finished:
-            if future.cancelled():
-                continue
-            try:
-                record = future.result()
-            except EpisodeInterrupted:
-                continue
-            except Exception as exc:  # EvalError, or a bug: stop cleanly either way
-                if state["error"] is None:
-                    detail = str(exc) if isinstance(exc, EvalError) else repr(exc)
-                    state["error"] = detail
-                    stop.set()
-                continue
-            if record["outcome"] == VOID and not user_fault_of(record):  # an outage: replay it
-                void_log.append(record)
-                void_records.append(record)
-                state["void_streak"] += 1
-                if state["void_streak"] == config.void_limit and state["error"] is None:
-                    state["error"] = _void_stop_message(record, config.void_limit, out)
-                    stop.set()
-                continue
-            state["void_streak"] = 0
-            store.append(record)
-            state["written"] += 1
-            state["successes"] += record["success"] and record["outcome"] != VOID
-            bar.update(1)
-            bar.set_postfix(success=f"{state['successes'] / state['written']:.2f}", refresh=False)
+    def collect(finished: Finished) -> None:
+        task, trial = jobs[finished.index]
+        if finished.episode is None:  # EvalError, or a bug: stop cleanly either way
+            if state["error"] is None:
+                exc = finished.error
+                state["error"] = str(exc) if isinstance(exc, EvalError) else repr(exc)
+                stop.set()
+            return
+        record = _record(finished.episode, task, trial, config)
+        if record["outcome"] == VOID and not user_fault_of(record):  # an outage: replay it
+            void_log.append(record)
+            void_records.append(record)
+            state["void_streak"] += 1
+            if state["void_streak"] == config.void_limit and state["error"] is None:
+                state["error"] = _void_stop_message(record, config.void_limit, out)
+                stop.set()
+            return
+        state["void_streak"] = 0
+        store.append(record)
+        state["written"] += 1
+        state["successes"] += record["success"] and record["outcome"] != VOID
+        bar.update(1)
+        bar.set_postfix(success=f"{state['successes'] / state['written']:.2f}", refresh=False)
 
-    ctrl_c = threading.Event()
-    workers = config.concurrency if config.agent == "openai" else 1
-    executor = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eval")
-    pending: set[cf.Future] = set()
+    player = Player(Policy(agent=agent), env_settings(config, list(tasks))) if jobs else None
     try:
-        with _ctrl_c_sets(ctrl_c, stop):
-            pending = {
-                executor.submit(_play_trial, agent, pool, task, trial, config, stop)
-                for task, trial in jobs
-            }
-            while pending and not ctrl_c.is_set():
-                # The timeout lets the loop notice Ctrl-C within a fraction of a second.
-                finished, pending = cf.wait(pending, timeout=0.2, return_when=cf.FIRST_COMPLETED)
-                collect(finished)
-                if stop.is_set():
-                    for future in pending:
-                        future.cancel()
-            if ctrl_c.is_set():
-                for future in pending:
-                    future.cancel()
-                # Episodes in flight stop at their next turn; keep any that finish meanwhile.
-                # A second Ctrl-C stops waiting for them.
-                finished, pending = cf.wait(pending, timeout=_GRACE_SECONDS)
-                collect(finished)
-    except KeyboardInterrupt:
+        with _ctrl_c_sets(ctrl_c, stop, abandon):
+            if player is not None:
+                rows = [task.row for task, _ in jobs]
+                seeds = [derive_seed(config.seed, task.index, trial) for task, trial in jobs]
+                # Episodes in flight after a stop end at their next turn; the ones that finish
+                # meanwhile are kept. After Ctrl-C, abandon ends the wait for them.
+                trials = player.stream(rows, seeds, stop=stop, abandon=abandon)
+                with contextlib.closing(trials):
+                    for finished in trials:
+                        collect(finished)
+    except KeyboardInterrupt:  # a second Ctrl-C: stop waiting
         ctrl_c.set()
         stop.set()
     finally:
         bar.close()
-        executor.shutdown(wait=not pending, cancel_futures=True)
-        if not pending:
-            pool.close()
-        if client is not None and not pending:
+        playing = player is not None and player.engine.playing
+        if player is not None:
+            player.close()  # the pool stays open for episodes still playing
+        if client is not None and not playing:
             client.close()
     interrupted = ctrl_c.is_set()
     error = state["error"]

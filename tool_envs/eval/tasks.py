@@ -6,8 +6,6 @@ how the run was started; rows without ``extra_info["id"]`` get one derived from 
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +15,8 @@ import numpy as np
 
 import tool_envs
 from tool_envs.data import load_task_sources
-from tool_envs.eval.agents import EvalError
+from tool_envs.data.schema import task_id_of
+from tool_envs.errors import EvalError
 from tool_envs.registration import registered_id, resolve_env_id
 
 __all__ = ["EvalTask", "derive_seed", "load_eval_tasks"]
@@ -33,17 +32,6 @@ class EvalTask:
     task_id: str
     index: int
     row: dict[str, Any]
-
-
-def task_id_of(row: Mapping[str, Any]) -> str:
-    """``extra_info["id"]``, or a digest of the prompt for rows that have none."""
-    given = (row.get("extra_info") or {}).get("id")
-    if given is not None:
-        return str(given)
-    digest = hashlib.sha1(
-        json.dumps(row["prompt"], sort_keys=True, ensure_ascii=False).encode()
-    ).hexdigest()
-    return f"prompt-{digest[:12]}"
 
 
 def derive_seed(seed: int, task_index: int, trial: int) -> int:

@@ -18,7 +18,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from tool_envs.eval.agents import EvalError
+from tool_envs.errors import EvalError
 from tool_envs.eval.metrics import user_fault_of, user_strategy_of
 from tool_envs.eval.runner import RUN_FILE, TRAJECTORIES, VOID_LOG
 from tool_envs.eval.store import TrajectoryStore

@@ -1,4 +1,6 @@
-"""The multi-turn rollout engine: episodes of any env as exact tokens, masks, logprobs, rewards.
+"""The multi-turn rollout engines: episodes of any env as exact tokens, masks, logprobs, rewards
+(the token engines), or as chat messages played by a message-level agent (the chat engine); one
+``play`` for both.
 
 Names load lazily so that importing one piece does not import torch or the others.
 """
@@ -15,6 +17,10 @@ _LAZY = {
     "EnvPool": "tool_envs.rollout.env_pool",
     "RolloutEngine": "tool_envs.rollout.engine",
     "RolloutVoidError": "tool_envs.errors",
+    "ChatEngine": "tool_envs.rollout.chat_engine",
+    "ChatEpisode": "tool_envs.rollout.chat_engine",
+    "Episode": "tool_envs.rollout.episode",
+    "Finished": "tool_envs.rollout.player",
     "Played": "tool_envs.rollout.player",
     "Player": "tool_envs.rollout.player",
     "Policy": "tool_envs.rollout.player",
@@ -49,10 +55,14 @@ if TYPE_CHECKING:
     from tool_envs.rollout.backends.openai_chat import OpenAIChatBackend as OpenAIChatBackend
     from tool_envs.rollout.backends.vllm.colocate import VLLMColocateBackend as VLLMColocateBackend
     from tool_envs.rollout.backends.vllm.server import VLLMServerBackend as VLLMServerBackend
+    from tool_envs.rollout.chat_engine import ChatEngine as ChatEngine
+    from tool_envs.rollout.chat_engine import ChatEpisode as ChatEpisode
     from tool_envs.rollout.config import RolloutConfig as RolloutConfig
     from tool_envs.rollout.engine import Rollout as Rollout
     from tool_envs.rollout.engine import RolloutEngine as RolloutEngine
     from tool_envs.rollout.env_pool import EnvPool as EnvPool
+    from tool_envs.rollout.episode import Episode as Episode
+    from tool_envs.rollout.player import Finished as Finished
     from tool_envs.rollout.player import Played as Played
     from tool_envs.rollout.player import Player as Player
     from tool_envs.rollout.player import Policy as Policy

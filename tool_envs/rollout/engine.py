@@ -52,7 +52,8 @@ gym.register_envs(tool_envs)
 
 @dataclass
 class Rollout:
-    """One finished episode, ready for a trainer.
+    """One finished episode, ready for a trainer (an :class:`~tool_envs.rollout.episode.Episode`
+    with its tokens).
 
     Attributes:
         prompt_ids: The rendered prompt (system + user + tools + assistant header).
@@ -100,6 +101,12 @@ class Rollout:
     @property
     def truncated(self) -> bool:
         return self.finish != "terminated"
+
+    @property
+    def policy_turns(self) -> int:
+        """Policy turns played, a last one cut by the token budget included: an episode truncated
+        in its first turn played one, which the env never counted (it was not stepped)."""
+        return max(self.turns, len(self.policy_texts))
 
     @property
     def success(self) -> bool:

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from tool_envs.rollout.engine import Rollout
+from tool_envs.rollout.episode import Episode
 
 _COUNTERS = ("tool_calls", "tool_errors", "parse_errors", "empty_responses")
 
 
-def episode_summary(rollout: Rollout) -> dict[str, Any]:
-    """The numbers metrics need from one rollout (small, so it can be gathered across ranks).
+def episode_summary(rollout: Episode) -> dict[str, Any]:
+    """The numbers metrics need from one episode (small, so it can be gathered across ranks).
 
     ``void_rate`` counts infrastructure failures; ``void/<cause>`` names them. Where a simulated
     user is checked, ``user_fault_rate`` counts the episodes it spoiled (void too, cause
@@ -29,7 +29,7 @@ def episode_summary(rollout: Rollout) -> dict[str, Any]:
         "env": rollout.env_id.split("/")[-1],
         "success_rate": float(rollout.success),
         "reward": rollout.reward,
-        "turns": max(rollout.turns, len(rollout.policy_texts)),
+        "turns": rollout.policy_turns,
         "truncated_rate": float(rollout.truncated),
         "void_rate": float(rollout.void),
         **{name: rollout.stats.get(name, 0) for name in _COUNTERS},
