@@ -34,7 +34,8 @@ seconds, the trainer process's peak threads (Python threads / OS threads of ``/p
 every 5 ms by a thread of its own, counted in, from before the engine is built until after the
 run, while every session is still held), its CPU ms per env step (the engine's
 ``process_cpu_seconds / env_steps``: everything the process did, resets and requests
-included), and env steps/s.
+included), and env steps/s; a batch of 16 episodes warms the player (its imports, first
+requests and sessions) first and is not counted.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ ARMS: dict[str, tuple[str, ...]] = {
     "workers2-inline": ("--workers", "2", "--inline-steps"),
 }
 OPENENV = "openenv"
+WARM_UP = 16  # --client: episodes played first by the same player (not counted)
 TURNS = [
     *(
         f'<tool_call>\n{{"name": "{name}", "arguments": {{"a": 6, "b": 3}}}}\n</tool_call>'
@@ -308,6 +310,7 @@ def client_run(episodes: int, tasks: int = 256) -> dict[str, Any]:
             VLLMServerBackend(generation.url) as backend,
             Player(Policy(tokenizer, backend, engine="async"), config) as player,
         ):
+            player.play(rows[:WARM_UP], seeds=list(range(WARM_UP)))  # imports, first requests
             played = player.play(rows, seeds=list(range(episodes)))
             engine = player.engine
             held = a.health()["active_sessions"] + b.health()["active_sessions"]
