@@ -34,8 +34,9 @@ seconds, the trainer process's peak threads (Python threads / OS threads of ``/p
 every 5 ms by a thread of its own, counted in, from before the engine is built until after the
 run, while every session is still held), its CPU ms per env step (the engine's
 ``process_cpu_seconds / env_steps``: everything the process did, resets and requests
-included), and env steps/s; a batch of 16 episodes warms the player (its imports, first
-requests and sessions) first and is not counted.
+included), the CPU shares of the client, the fake vLLM server and the 2 env servers (CPU over
+the run's wall time: near 100%, that process is what limits), and env steps/s; a batch of 16
+episodes warms the player (its imports, first requests and sessions) first and is not counted.
 """
 
 from __future__ import annotations
@@ -311,7 +312,10 @@ def client_run(episodes: int, tasks: int = 256) -> dict[str, Any]:
             Player(Policy(tokenizer, backend, engine="async"), config) as player,
         ):
             player.play(rows[:WARM_UP], seeds=list(range(WARM_UP)))  # imports, first requests
+            servers = {"generation": [generation.pid], "env": [a.pid, b.pid]}
+            before = {name: cpu_seconds(pids) for name, pids in servers.items()}
             played = player.play(rows, seeds=list(range(episodes)))
+            spent = {name: cpu_seconds(pids) - before[name] for name, pids in servers.items()}
             engine = player.engine
             held = a.health()["active_sessions"] + b.health()["active_sessions"]
             peak.sample()
@@ -325,15 +329,28 @@ def client_run(episodes: int, tasks: int = 256) -> dict[str, Any]:
         "cpu_ms_per_step": 1000 * engine.process_cpu_seconds / max(engine.env_steps, 1),
         "env_steps": engine.env_steps,
         "steps_per_s": engine.env_steps / max(engine.wall_seconds, 1e-9),
-        "requests": engine.requests,
+        "client_cpu": engine.process_cpu_seconds / max(engine.wall_seconds, 1e-9),
+        "generation_server_cpu": spent["generation"] / max(engine.wall_seconds, 1e-9),
+        "env_servers_cpu": spent["env"] / max(engine.wall_seconds, 1e-9),
     }
+
+
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """User and system CPU seconds of ``pids`` so far (``/proc``)."""
+    import os
+
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def client_main(episodes: Sequence[int], json_path: Path | None) -> None:
     print(
         "| episodes | all succeeded | sessions held | wall s | peak threads (Python / OS) "
-        "| client CPU ms per env step | env steps/s | generation requests |\n"
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| client CPU ms per env step | CPU: client / generation server / env servers "
+        "| env steps/s |\n|---:|---|---:|---:|---:|---:|---:|---:|",
         flush=True,
     )
     rows = []
@@ -344,7 +361,8 @@ def client_main(episodes: Sequence[int], json_path: Path | None) -> None:
             f"| {count:,} | {'yes' if row['succeeded'] == count else 'NO'} ({row['succeeded']:,}) "
             f"| {row['held']:,} | {row['wall_s']:.1f} "
             f"| {row['threads_python']} / {row['threads_os']} | {row['cpu_ms_per_step']:.2f} "
-            f"| {row['steps_per_s']:,.0f} | {row['requests']:,} |",
+            f"| {row['client_cpu']:.0%} / {row['generation_server_cpu']:.0%} / "
+            f"{row['env_servers_cpu']:.0%} | {row['steps_per_s']:,.0f} |",
             flush=True,
         )
     if json_path:
