@@ -2,6 +2,7 @@
 
     python benchmarks/env_scale.py [--sessions 256 1024] [--seconds 20] [--arms default inline ...]
         [--openenv-python .venv-openenv/bin/python]
+    python benchmarks/env_scale.py --client [--episodes 256 1024]
 
 S sessions of Calculator-v0 are opened at once on a server that has just started (no warm-up
 episode from the client: the server's own start-up is what is measured), then each steps once a
@@ -22,6 +23,20 @@ Reported per arm: sessions held (opened and reset), steps lost (an error or no a
 (all its processes, read from ``/proc`` while every session is open), and this client's own CPU
 share and its lag (how late its once-a-second sends went out, p99): a client that lags is
 saturated, and its latencies say nothing of the server.
+
+``--client`` measures the trainer's side instead: the async engine (``play`` with
+``Policy(engine="async")`` and a ``VLLMServerBackend``) playing N concurrent Calculator episodes
+(256 tasks' gold turns, a GRPO group of N / 256 each) whose envs live on 2 ``tool-envs serve
+--inline-steps`` servers, against a fake vLLM server on 127.0.0.1 that answers each request at
+once with the episode's next gold turn (``fake_vllm_server.py``, its own process): generation
+costs nothing, so what is left is the client's own work. Reported per N: all succeeded, wall
+seconds, the trainer process's peak threads (Python threads / OS threads of ``/proc``, sampled
+every 5 ms by a thread of its own, counted in, from before the engine is built until after the
+run, while every session is still held), its CPU ms per env step (the engine's
+``process_cpu_seconds / env_steps``: everything the process did, resets and requests
+included), the CPU shares of the client, the fake vLLM server and the 2 env servers (CPU over
+the run's wall time: near 100%, that process is what limits), and env steps/s; a batch of 16
+episodes warms the player (its imports, first requests and sessions) first and is not counted.
 """
 
 from __future__ import annotations
@@ -33,6 +48,7 @@ import json
 import random
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -50,6 +66,7 @@ ARMS: dict[str, tuple[str, ...]] = {
     "workers2-inline": ("--workers", "2", "--inline-steps"),
 }
 OPENENV = "openenv"
+WARM_UP = 16  # --client: episodes played first by the same player (not counted)
 TURNS = [
     *(
         f'<tool_call>\n{{"name": "{name}", "arguments": {{"a": 6, "b": 3}}}}\n</tool_call>'
@@ -230,8 +247,134 @@ async def warm_up(url: str) -> None:
         await ws.send(json.dumps({"type": "close"}))
 
 
+class ThreadPeak:
+    """The most threads this process had (Python's count, and the OS's from ``/proc``), sampled
+    every 5 ms by a thread of its own (counted in) while the block runs."""
+
+    def __init__(self) -> None:
+        self.python = self.os = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="thread-peak", daemon=True)
+
+    def sample(self) -> None:
+        status = Path("/proc/self/status").read_text()
+        threads = next(int(line.split()[1]) for line in status.splitlines() if "Threads:" in line)
+        self.python = max(self.python, threading.active_count())
+        self.os = max(self.os, threads)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.005):
+            self.sample()
+
+    def __enter__(self) -> ThreadPeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.sample()
+        self._stop.set()
+        self._thread.join()
+
+
+def client_run(episodes: int, tasks: int = 256) -> dict[str, Any]:
+    """``episodes`` concurrent remote episodes through the async engine (see ``--client``)."""
+    import gymnasium as gym
+    from fake_vllm_server import FakeVLLMServer
+
+    import tool_envs
+    from tool_envs.rollout import Player, Policy, RolloutConfig
+    from tool_envs.rollout.backends.vllm import VLLMServerBackend
+    from tool_envs.tiny_models import build_tokenizer, env_texts
+
+    gym.register_envs(tool_envs)
+    env = gym.make(CALCULATOR)
+    rows, scripts = [], {}
+    for task in env.unwrapped.tasks:
+        question = task["prompt"][-1]["content"]
+        if question not in scripts:
+            scripts[question] = env.unwrapped.gold_turns(task)
+            rows.append(task)
+        if len(rows) == min(tasks, episodes):
+            break
+    env.close()
+    rows = [rows[i % len(rows)] for i in range(episodes)]  # groups of episodes // tasks
+    tokenizer = build_tokenizer(env_texts(CALCULATOR, limit=200))
+    args = ("--max-sessions", "20000", "--max-handshakes", "20000", "--inline-steps")
+    with (
+        FakeVLLMServer(tokenizer, scripts) as generation,
+        EnvServerProcess(CALCULATOR, args=args, cwd=ROOT) as a,
+        EnvServerProcess(CALCULATOR, args=args, cwd=ROOT) as b,
+        ThreadPeak() as peak,
+    ):
+        config = RolloutConfig(max_completion_length=4096, env_servers={CALCULATOR: [a.url, b.url]})
+        with (
+            VLLMServerBackend(generation.url) as backend,
+            Player(Policy(tokenizer, backend, engine="async"), config) as player,
+        ):
+            player.play(rows[:WARM_UP], seeds=list(range(WARM_UP)))  # imports, first requests
+            servers = {"generation": [generation.pid], "env": [a.pid, b.pid]}
+            before = {name: cpu_seconds(pids) for name, pids in servers.items()}
+            played = player.play(rows, seeds=list(range(episodes)))
+            spent = {name: cpu_seconds(pids) - before[name] for name, pids in servers.items()}
+            engine = player.engine
+            held = a.health()["active_sessions"] + b.health()["active_sessions"]
+            peak.sample()
+    return {
+        "episodes": episodes,
+        "succeeded": sum(r.success for r in played.rollouts),
+        "held": held,
+        "wall_s": engine.wall_seconds,
+        "threads_python": peak.python,
+        "threads_os": peak.os,
+        "cpu_ms_per_step": 1000 * engine.process_cpu_seconds / max(engine.env_steps, 1),
+        "env_steps": engine.env_steps,
+        "steps_per_s": engine.env_steps / max(engine.wall_seconds, 1e-9),
+        "client_cpu": engine.process_cpu_seconds / max(engine.wall_seconds, 1e-9),
+        "generation_server_cpu": spent["generation"] / max(engine.wall_seconds, 1e-9),
+        "env_servers_cpu": spent["env"] / max(engine.wall_seconds, 1e-9),
+    }
+
+
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """User and system CPU seconds of ``pids`` so far (``/proc``)."""
+    import os
+
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def client_main(episodes: Sequence[int], json_path: Path | None) -> None:
+    print(
+        "| episodes | all succeeded | sessions held | wall s | peak threads (Python / OS) "
+        "| client CPU ms per env step | CPU: client / generation server / env servers "
+        "| env steps/s |\n|---:|---|---:|---:|---:|---:|---:|---:|",
+        flush=True,
+    )
+    rows = []
+    for count in episodes:
+        row = client_run(count)
+        rows.append(row)
+        print(
+            f"| {count:,} | {'yes' if row['succeeded'] == count else 'NO'} ({row['succeeded']:,}) "
+            f"| {row['held']:,} | {row['wall_s']:.1f} "
+            f"| {row['threads_python']} / {row['threads_os']} | {row['cpu_ms_per_step']:.2f} "
+            f"| {row['client_cpu']:.0%} / {row['generation_server_cpu']:.0%} / "
+            f"{row['env_servers_cpu']:.0%} | {row['steps_per_s']:,.0f} |",
+            flush=True,
+        )
+    if json_path:
+        json_path.write_text(json.dumps(rows, indent=2))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--client", action="store_true", help="the trainer's side: the async engine (see above)"
+    )
+    parser.add_argument("--episodes", type=int, nargs="+", default=[256, 1024])
     parser.add_argument("--sessions", type=int, nargs="+", default=[256, 1024])
     parser.add_argument("--seconds", type=float, default=20.0)
     arms = [*ARMS, OPENENV]
@@ -244,6 +387,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args(argv)
+    if args.client:
+        client_main(args.episodes, args.json)
+        return
     if OPENENV in args.arms and not args.openenv_python.exists():
         print(
             f"skipping the openenv arm: no OpenEnv interpreter at {args.openenv_python} (`make "

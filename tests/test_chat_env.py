@@ -32,6 +32,35 @@ def test_an_env_without_the_chat_reads_is_named():
         chat_env(env)
 
 
+def test_the_check_runs_no_read_of_an_env_whose_class_has_them_all():
+    """A RemoteEnv's ``messages`` and ``tools`` copy the conversation and schemas: finding the
+    chat env (twice a turn in the engines) must not run them. Reads set on the instance only
+    are still found, by the protocol's own check."""
+
+    class Counted(gym.Env):
+        reads = 0
+        message_count = 0
+
+        @property
+        def messages(self):
+            Counted.reads += 1
+            return []
+
+        @property
+        def tools(self):
+            Counted.reads += 1
+            return []
+
+        def messages_since(self, start):
+            return []
+
+    assert chat_env(Counted()) is not None and Counted.reads == 0
+    bare = gym.Env()
+    bare.messages, bare.message_count, bare.tools = [], 0, []
+    bare.messages_since = lambda start: []
+    assert chat_env(bare) is bare
+
+
 def test_a_void_step_keeps_the_turn_stats_and_env_keys_in_fresh_containers():
     stats = {"tool_calls": 2}
     observation, reward, terminated, truncated, info = void_step(

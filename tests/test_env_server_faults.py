@@ -92,7 +92,10 @@ def test_a_killed_server_voids_its_episodes_and_the_batch_goes_on(tokenizer, eng
             assert a.url in str(raised.value) and b.url in str(raised.value)
 
 
-def test_a_frozen_server_times_out_the_step_and_voids_the_episode(tokenizer):
+@pytest.mark.parametrize("engine_class", [RolloutEngine, AsyncRolloutEngine])
+def test_a_frozen_server_times_out_the_step_and_voids_the_episode(tokenizer, engine_class):
+    """The async engine awaits a remote step on no thread of its own: its timeout still voids
+    the episode, and the abandoned env is closed from the connections' loop (no deadlock)."""
     tasks, scripts = calculator_group(2)
     with ServerProcess(CALCULATOR) as server:
 
@@ -104,7 +107,7 @@ def test_a_frozen_server_times_out_the_step_and_voids_the_episode(tokenizer):
             max_void_fraction=1.0, step_timeout=1.5,
         )  # fmt: skip
         backend = TriggerBackend(tokenizer, tasks, scripts, 2, freeze)
-        with RolloutEngine(tokenizer, backend, config=config) as engine:
+        with engine_class(tokenizer, backend, config=config) as engine:
             rollouts = engine.run(tasks)
         assert all(r.void for r in rollouts)
         assert {r.reward_info["void_cause"] for r in rollouts} <= {"env_timeout", "env_server"}

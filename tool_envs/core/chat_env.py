@@ -101,6 +101,11 @@ def _as_protocol(
     env: gym.Env, protocol: type, reads: Sequence[str], verdict: str, hint: str
 ) -> Any:
     unwrapped = env.unwrapped
+    # Reads its class has: what the protocol check would find, without running properties (a
+    # RemoteEnv's ``messages`` and ``tools`` copy the whole conversation and schemas each time;
+    # the engines ask this twice a turn).
+    if all(hasattr(type(unwrapped), name) for name in reads):
+        return unwrapped
     if not isinstance(unwrapped, protocol):
         missing = [name for name in reads if not hasattr(unwrapped, name)]
         raise TypeError(

@@ -7,9 +7,11 @@ idles exactly when it should be busy. Here each episode sends its next request t
 env step returns; a continuous-batching server (vLLM) batches whatever requests are in flight.
 
 Env steps are ordinary synchronous Gymnasium calls, run off the event loop on a thread pool
-sized for I/O-bound work. The token bookkeeping is the lockstep engine's own
-(:class:`~tool_envs.rollout.engine.EpisodeRunner`), so both produce the same :class:`Rollout`
-for the same turns.
+sized for I/O-bound work; the resets and steps of envs on env servers
+(:class:`~tool_envs.serve.RemoteEnv`, unwrapped) are awaited instead, so a step that waits on a
+server holds no thread (1,024 remote episodes in flight: within 64 threads). The token
+bookkeeping is the lockstep engine's own (:class:`~tool_envs.rollout.engine.EpisodeRunner`), so
+both produce the same :class:`Rollout` for the same turns.
 
 Faults end only their own episode, as void (see :mod:`tool_envs.core.outcome`): an env step that
 raises or outlives ``RolloutConfig.step_timeout`` (cause ``env_timeout`` / ``env_error``), a
@@ -38,11 +40,13 @@ T = TypeVar("T")
 
 
 class BusyClock:
-    """How long at least one generation request was in flight: the server had work."""
+    """How long at least one generation request was in flight (the server had work), and how
+    many requests and env steps a run made."""
 
     def __init__(self) -> None:
         self.busy_seconds = 0.0
         self.requests = 0
+        self.env_steps = 0
         self._in_flight = 0
         self._since = 0.0
 
@@ -75,6 +79,11 @@ class AsyncRolloutEngine(EpisodeRunner):
             was in flight (divide by ``wall_seconds`` for the server's busy fraction).
         wall_seconds: Wall time of the last run.
         requests: Generation requests of the last run.
+        env_steps: Env steps of the last run (resets not counted).
+        process_cpu_seconds: CPU time of this whole process during the last run (every thread:
+            env steps, token bookkeeping, requests, remote envs' connections; and anything else
+            the process did meanwhile). Divided by ``env_steps``: the trainer's own CPU per env
+            step, the cost that decides how many episodes one process can keep in flight.
     """
 
     step_threads = "tool-envs-async-step"
@@ -96,6 +105,8 @@ class AsyncRolloutEngine(EpisodeRunner):
         self.generation_busy_seconds = 0.0
         self.wall_seconds = 0.0
         self.requests = 0
+        self.env_steps = 0
+        self.process_cpu_seconds = 0.0
         self._active_runs = 0
 
     def run(
@@ -124,13 +135,12 @@ class AsyncRolloutEngine(EpisodeRunner):
         steps = asyncio.Semaphore(self.config.env_workers or max(len(tasks), 1))
         episodes: list[_Episode | None] = [None] * len(tasks)
         started = time.perf_counter()
+        cpu = time.process_time()
         self._active_runs += 1
 
         async def play(index: int) -> None:
             async with steps:  # a reset may start a server or a sandbox
-                episode = await self._in_thread(
-                    self._start, tasks[index], seeds[index], scripts[index]
-                )
+                episode = await self._astart(tasks[index], seeds[index], scripts[index])
             episodes[index] = episode
             while not episode.done:
                 await self._turn(episode, index, requests, steps, clock)
@@ -144,6 +154,8 @@ class AsyncRolloutEngine(EpisodeRunner):
             self.wall_seconds = time.perf_counter() - started
             self.generation_busy_seconds = clock.busy_seconds
             self.requests = clock.requests
+            self.env_steps = clock.env_steps
+            self.process_cpu_seconds = time.process_time() - cpu
             self._active_runs -= 1
             aclose = getattr(self.backend, "aclose", None)
             if aclose is not None and self._active_runs == 0:  # runs may share one loop's client
@@ -173,6 +185,7 @@ class AsyncRolloutEngine(EpisodeRunner):
         if not self._take_generation(episode, generation, cap):
             return
         async with steps:
+            clock.env_steps += 1
             env_ids = await self._timed_step(episode, generation)
         if not episode.done:
             self._take_env_ids(episode, env_ids)
@@ -207,21 +220,43 @@ class AsyncRolloutEngine(EpisodeRunner):
             return None
         return (int(base) + 7919 * index + len(episode.rollout.policy_texts)) % 2**31
 
+    async def _astart(
+        self, task: Mapping[str, Any], seed: int | None, script: Sequence[str] | None
+    ) -> _Episode:
+        """Start an episode: a served env's reset awaited on this loop, any other in a thread."""
+        env_id = self._env_id(task)
+        if not self.pool.serves(env_id):
+            return await self._in_thread(self._start, task, seed, script)
+        env = self.pool.acquire(env_id)  # a RemoteEnv is made without I/O
+        remote = self.pool.remote(env)
+        if remote is None:  # wrapped (env_wrappers): a synchronous reset, in a thread
+            _, info = await self._in_thread(env.reset, seed=seed, options={"task": dict(task)})
+        else:
+            reset = remote.reset_future(seed=seed, options={"task": dict(task)})
+            _, info = await asyncio.wrap_future(reset)
+        return self._begun(env, env_id, info, seed, script)
+
     async def _timed_step(self, episode: _Episode, generation: Generation) -> list[int] | None:
-        """The env step in a worker thread, bounded by ``step_timeout`` from when it starts."""
-        running = self._executor.submit(self._step, episode, generation)
+        """The env step, bounded by ``step_timeout`` from when it starts: in a worker thread, or
+        for a served env awaited on this loop (its wait on the server holds no thread)."""
+        remote = self.pool.remote(episode.env)
         try:
-            return await asyncio.wait_for(
+            if remote is None:
+                running = self._executor.submit(self._step, episode, generation)
+            else:
+                running = remote.step_future(episode.rollout.policy_texts[-1])
+            result = await asyncio.wait_for(
                 asyncio.shield(asyncio.wrap_future(running)), self.config.step_timeout
             )
+            return result if remote is None else self._stepped(episode, generation, result)
         except asyncio.TimeoutError:
             self._step_failed(episode, TimeoutError(), running)
         except Exception as exc:  # any env failure voids only its own episode
             self._step_failed(episode, exc, None)
         return None
 
-    async def _in_thread(self, function: Any, *args: Any) -> Any:
-        return await asyncio.wrap_future(self._executor.submit(function, *args))
+    async def _in_thread(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.wrap_future(self._executor.submit(function, *args, **kwargs))
 
 
 def run_blocking(coroutine: Coroutine[Any, Any, T]) -> T:

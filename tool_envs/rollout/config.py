@@ -40,6 +40,8 @@ class RolloutConfig:
         max_turns: Assistant turns per episode; None keeps each env's registered limit.
         env_workers: Most env steps running at once; None: one per live episode (env steps
             mostly wait on I/O, so a thread each costs little and no step waits for a free one).
+            The asynchronous engine awaits the resets and steps of envs on env servers
+            (``env_servers``) instead: they take no thread.
         env_kwargs: Constructor arguments per env id, e.g. ``{"tool_envs/Calculator-v0":
             {"parser": "hermes"}}``.
         env_wrappers: Applied in order to every env the engine makes (``gym.make`` result), e.g.

@@ -234,11 +234,27 @@ class EpisodeRunner:
     def _start(
         self, task: Mapping[str, Any], seed: int | None, script: Sequence[str] | None
     ) -> _Episode:
+        env_id = self._env_id(task)
+        env = self.pool.acquire(env_id)
+        _, info = env.reset(seed=seed, options={"task": dict(task)})
+        return self._begun(env, env_id, info, seed, script)
+
+    @staticmethod
+    def _env_id(task: Mapping[str, Any]) -> str:
         env_id = task.get("env_id") or task.get("env_class")
         if not isinstance(env_id, str):
             raise ValueError(f"task row has no env_id: {sorted(task)}")
-        env = self.pool.acquire(env_id)
-        _, info = env.reset(seed=seed, options={"task": dict(task)})
+        return env_id
+
+    def _begun(
+        self,
+        env: gym.Env,
+        env_id: str,
+        info: Mapping[str, Any],
+        seed: int | None,
+        script: Sequence[str] | None,
+    ) -> _Episode:
+        """The episode of an env just reset: its prompt rendered."""
         played = chat_env(env)
         prompt_ids = self.renderer.prompt_ids(played.messages, played.tools)
         rollout = Rollout(env_id=env_id, task_id=info.get("task_id"), prompt_ids=prompt_ids)
@@ -344,10 +360,17 @@ class EpisodeRunner:
     def _step(self, episode: _Episode, generation: Generation) -> list[int] | None:
         """Step the env with the turn's text (runs in a worker thread); return the env tokens
         to append, or None when the episode ended."""
-        env = episode.env
-        observation, reward, terminated, truncated, info = env.step(
-            episode.rollout.policy_texts[-1]
+        return self._stepped(
+            episode, generation, episode.env.step(episode.rollout.policy_texts[-1])
         )
+
+    def _stepped(
+        self, episode: _Episode, generation: Generation, result: tuple
+    ) -> list[int] | None:
+        """The episode after its env's step ``result``: the env tokens to append, or None when
+        the episode ended."""
+        env = episode.env
+        observation, reward, terminated, truncated, info = result
         if episode.abandoned:  # returned after its timeout: the episode is already void
             return None
         episode.rollout.turns = info["turn"]

@@ -13,7 +13,7 @@ import contextlib
 import threading
 from collections import defaultdict
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
@@ -22,6 +22,9 @@ from tool_envs.errors import EnvConfigError
 from tool_envs.registration import env_kwargs_for, registered_id
 from tool_envs.rollout.config import RolloutConfig
 from tool_envs.serve.pool import as_pool
+
+if TYPE_CHECKING:
+    from tool_envs.serve.client import RemoteEnv
 
 gym.register_envs(tool_envs)
 
@@ -70,10 +73,20 @@ class EnvPool:
             if env_id not in self._servers:
                 self._servers[env_id] = as_pool(self._served[env_id])
             servers = self._servers[env_id]
-        env: gym.Env = RemoteEnv(servers, timeout=self.config.step_timeout)
-        if self.config.max_turns is not None:
-            env = gym.wrappers.TimeLimit(env, self.config.max_turns)
-        return env
+        return RemoteEnv(servers, timeout=self.config.step_timeout, max_turns=self.config.max_turns)
+
+    def serves(self, env_id: str) -> bool:
+        """Whether ``env_id``'s envs are on env servers (making one then does no I/O)."""
+        return registered_id(env_id) in self._served
+
+    def remote(self, env: gym.Env) -> RemoteEnv | None:
+        """``env`` when it is a RemoteEnv with no wrapper around it (``env_wrappers``): then its
+        resets and steps can be awaited on an event loop with no thread waiting on them."""
+        if not self._served:
+            return None
+        from tool_envs.serve.client import RemoteEnv
+
+        return env if isinstance(env, RemoteEnv) else None
 
     def release(self, env_id: str, env: gym.Env) -> None:
         with self._lock:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import copy
 import os
@@ -85,6 +86,14 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         busy_timeout: Seconds ``reset`` keeps asking servers that answered ``503`` (busy) before
             it gives up; 0 gives up after one round.
         max_message_bytes: Largest answer accepted.
+        max_turns: Steps after which an episode ends ``truncated`` here, as gymnasium's
+            ``TimeLimit`` ends it (the engines pass their ``max_turns``); None: the served env's
+            own limit only.
+
+    ``reset_future`` and ``step_future`` start a reset or a step and return a
+    ``concurrent.futures.Future`` of its result, for callers on an event loop (the async engine
+    awaits them with ``asyncio.wrap_future``): a step that waits on the server then holds no
+    thread at all.
     """
 
     metadata = {"render_modes": []}  # noqa: RUF012 - gymnasium's convention
@@ -99,6 +108,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         connect_timeout: float = 10.0,
         busy_timeout: float = 30.0,
         max_message_bytes: int = 64 * 2**20,
+        max_turns: int | None = None,
     ):
         try:
             from websockets.asyncio.client import connect
@@ -112,6 +122,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         self.connect_timeout = connect_timeout
         self.busy_timeout = busy_timeout
         self.max_message_bytes = max_message_bytes
+        self.max_turns = max_turns
         self.observation_space = ChatMessages()
         self.action_space = AssistantTurn()
         self.url: str | None = None  # the server of the current session
@@ -120,6 +131,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         self._tools: list[dict[str, Any]] = []
         self._last_info: dict[str, Any] = {}
         self._needs_reset = True
+        self._turns = 0  # steps since the last reset
 
     # ------------------------------------------------------------------ the env API
 
@@ -144,46 +156,27 @@ class RemoteEnv(gym.Env[list[Message], Any]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[list[Message], dict[str, Any]]:
+        return self.reset_future(seed=seed, options=options).result()
+
+    def reset_future(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> concurrent.futures.Future[tuple[list[Message], dict[str, Any]]]:
+        """:meth:`reset` without waiting for it: the reset runs on the connections' loop and the
+        future holds its result (or its error). An event loop awaits it with
+        ``asyncio.wrap_future`` and no thread waits on the network."""
         super().reset(seed=seed)
         self._needs_reset = True
         data: dict[str, Any] = {"seed": seed}
         if options is not None:
             data["options"] = options
-        failures: dict[str, str] = {}
-        full: set[str] = set()
-        tried: set[str] = set()
-        busy: set[str] = set()  # answered 503 this round: alive, asked again after a pause
-        waits = 0
-        give_up = time.monotonic() + self.busy_timeout
-        while True:
-            if self._ws is None and not self._open_session(tried, failures, busy):
-                pause = min(1.0, 0.05 * 2**waits) * random.uniform(0.5, 1.0)  # spread a herd
-                if not busy or time.monotonic() + pause > give_up:
-                    raise self.pool.unavailable(failures, full | busy)
-                time.sleep(pause)
-                waits += 1
-                tried -= busy
-                busy.clear()
-                continue
-            url = self.url
-            try:
-                answer = self._request({"type": "reset", "data": data}, self.reset_timeout)
-                break
-            except _ServerFull as exc:
-                failures[url or "?"] = str(exc)
-                full.add(url or "?")
-                self._drop_session()
-            except _ServerGone as exc:
-                failures[url or "?"] = str(exc)
-                self._drop_session()
-        observation = answer["observation"]
-        self._messages = copy_json(observation["messages"])
-        self._tools = observation["tools"] or []
-        self._last_info = observation["info"]
-        self._needs_reset = False
-        return observation["messages"], observation["info"]
+        return asyncio.run_coroutine_threadsafe(self._reset(data), _SessionLoop.get())
 
     def step(self, action: Any) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
+        return self.step_future(action).result()
+
+    def step_future(self, action: Any) -> concurrent.futures.Future[StepResult]:
+        """:meth:`step` without waiting for it (see :meth:`reset_future`); a step before reset
+        or an action of the wrong type raises here, as :meth:`step` does."""
         if self._needs_reset:
             raise ResetNeeded(
                 "step() was called before reset() or after the episode ended; call reset() first"
@@ -197,8 +190,49 @@ class RemoteEnv(gym.Env[list[Message], Any]):
                 f"an action is the assistant's text (str) or message (dict), got "
                 f"{type(action).__name__}"
             )
+        return asyncio.run_coroutine_threadsafe(self._step(data), _SessionLoop.get())
+
+    async def _reset(self, data: dict[str, Any]) -> tuple[list[Message], dict[str, Any]]:
+        """The reset, on the connections' loop: a session on a live server, then its answer."""
+        failures: dict[str, str] = {}
+        full: set[str] = set()
+        tried: set[str] = set()
+        busy: set[str] = set()  # answered 503 this round: alive, asked again after a pause
+        waits = 0
+        give_up = time.monotonic() + self.busy_timeout
+        while True:
+            if self._ws is None and not await self._open_session(tried, failures, busy):
+                pause = min(1.0, 0.05 * 2**waits) * random.uniform(0.5, 1.0)  # spread a herd
+                if not busy or time.monotonic() + pause > give_up:
+                    raise self.pool.unavailable(failures, full | busy)
+                await asyncio.sleep(pause)
+                waits += 1
+                tried -= busy
+                busy.clear()
+                continue
+            url = self.url
+            try:
+                answer = await self._exchange({"type": "reset", "data": data}, self.reset_timeout)
+                break
+            except _ServerFull as exc:
+                failures[url or "?"] = str(exc)
+                full.add(url or "?")
+                self._drop_session()
+            except _ServerGone as exc:
+                failures[url or "?"] = str(exc)
+                self._drop_session()
+        observation = answer["observation"]
+        self._messages = copy_json(observation["messages"])
+        self._tools = observation["tools"] or []
+        self._last_info = observation["info"]
+        self._turns = 0
+        self._needs_reset = False
+        return observation["messages"], observation["info"]
+
+    async def _step(self, data: dict[str, Any]) -> StepResult:
+        """The step, on the connections' loop."""
         try:
-            answer = self._request({"type": "step", "data": data}, self.timeout)
+            answer = await self._exchange({"type": "step", "data": data}, self.timeout)
         except (_ServerGone, _ServerFull) as exc:
             return self._void_turn(str(exc))
         observation = answer["observation"]
@@ -206,6 +240,9 @@ class RemoteEnv(gym.Env[list[Message], Any]):
             self._messages.append(observation["assistant_message"])
         self._messages.extend(copy_json(observation["messages"]))
         terminated, truncated = bool(observation["terminated"]), bool(observation["truncated"])
+        self._turns += 1
+        if self.max_turns is not None and self._turns >= self.max_turns:
+            truncated = True  # as gymnasium's TimeLimit would
         if terminated or truncated:
             self._needs_reset = True
         reward = float(answer.get("reward") or 0.0)
@@ -303,7 +340,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         if self._ws is None:
             raise ResetNeeded("no session is open; call reset() first")
         try:
-            return self._request({"type": "state"}, self.timeout)
+            return _on_loop(self._exchange({"type": "state"}, self.timeout), None)
         except (_ServerGone, _ServerFull) as exc:
             self._drop_session()
             raise RemoteEnvError(str(exc), code="SESSION_ERROR") from exc
@@ -311,7 +348,9 @@ class RemoteEnv(gym.Env[list[Message], Any]):
     def close(self) -> None:
         """Close the session: its env on the server is released at once."""
         ws = self._ws
-        if ws is not None:
+        # On the connections' own loop (a callback of a step that outlived its time) nothing
+        # waits: closing the connection below releases the server's env as well.
+        if ws is not None and not _SessionLoop.running_here():
             # Already broken: the server released the env when the connection broke.
             with contextlib.suppress(Exception):
                 _on_loop(ws.send(protocol.dumps({"type": "close"})), self.connect_timeout)
@@ -320,7 +359,9 @@ class RemoteEnv(gym.Env[list[Message], Any]):
 
     # ------------------------------------------------------------------ the session
 
-    def _open_session(self, tried: set[str], failures: dict[str, str], busy: set[str]) -> bool:
+    async def _open_session(
+        self, tried: set[str], failures: dict[str, str], busy: set[str]
+    ) -> bool:
         """Connect to the least loaded live server not tried yet; False when none is left. A
         server that answers 503 is added to ``busy`` (not marked dead), one that refuses the
         token is skipped, any other failure marks it dead."""
@@ -333,18 +374,15 @@ class RemoteEnv(gym.Env[list[Message], Any]):
             tried.add(url)
             headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
             try:
-                self._ws = _on_loop(
-                    self._connect_function(
-                        websocket_url(url),
-                        open_timeout=self.connect_timeout,
-                        close_timeout=1.0,
-                        max_size=self.max_message_bytes,
-                        compression=None,
-                        proxy=None,
-                        additional_headers=headers,
-                    ),
-                    None,  # open_timeout bounds it
-                )
+                self._ws = await self._connect_function(
+                    websocket_url(url),
+                    open_timeout=self.connect_timeout,
+                    close_timeout=1.0,
+                    max_size=self.max_message_bytes,
+                    compression=None,
+                    proxy=None,
+                    additional_headers=headers,
+                )  # open_timeout bounds it
             except Exception as exc:
                 self.pool.release(url)
                 status = exc.response.status_code if isinstance(exc, InvalidStatus) else None
@@ -363,8 +401,9 @@ class RemoteEnv(gym.Env[list[Message], Any]):
             self.url = url
             return True
 
-    def _request(self, message: dict[str, Any], timeout: float | None) -> dict[str, Any]:
-        """Send one frame and read its answer's ``data``; error frames raise."""
+    async def _exchange(self, message: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        """Send one frame and read its answer's ``data`` (on the connections' loop); error
+        frames raise."""
         from websockets.exceptions import WebSocketException
 
         ws = self._ws
@@ -377,7 +416,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
             return await asyncio.wait_for(ws.recv(), timeout)
 
         try:
-            raw = _on_loop(exchange(), None)  # wait_for bounds it
+            raw = await exchange()  # wait_for bounds it
         except (TimeoutError, asyncio.TimeoutError) as exc:
             url = self.url
             self._drop_session()
@@ -456,6 +495,14 @@ class _SessionLoop:
     _loop: asyncio.AbstractEventLoop | None = None
     _pid = 0
     _lock = threading.Lock()
+
+    @classmethod
+    def running_here(cls) -> bool:
+        """Whether the caller runs on this loop's own thread (where waiting for it deadlocks)."""
+        try:
+            return asyncio.get_running_loop() is cls._loop
+        except RuntimeError:
+            return False
 
     @classmethod
     def get(cls) -> asyncio.AbstractEventLoop:
