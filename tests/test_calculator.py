@@ -5,6 +5,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from episode_helpers import play_to_end
 
 import tool_envs
 from tool_envs.calculator import default_splits, final_number, generate_splits, gold_turns
@@ -13,21 +14,12 @@ from tool_envs.data import load_tasks, validate_row
 gym.register_envs(tool_envs)
 
 
-def play(env, task, turns):
-    env.reset(options={"task": task})
-    for turn in turns:
-        _, reward, terminated, truncated, info = env.step(turn)
-        if terminated or truncated:
-            return reward, info
-    raise AssertionError("episode did not end")
-
-
 def test_every_shipped_task_is_valid_and_solved_by_its_gold_calls():
     env = gym.make("tool_envs/Calculator-v0")
     for split, rows in default_splits().items():
         for row in rows:
             validate_row(row)
-            reward, info = play(env, row, gold_turns(row))
+            reward, info = play_to_end(env, row, gold_turns(row))
             assert reward == 1.0, (split, row["extra_info"], info["reward_info"])
             assert info["stats"]["tool_errors"] == 0
             # Each gold call's result feeds the next call or is the answer.
@@ -39,11 +31,11 @@ def test_a_wrong_or_toolless_answer_earns_nothing():
     task = default_splits()["test"][0]
     env = gym.make("tool_envs/Calculator-v0")
     wrong = [*gold_turns(task)[:-1], f"It is {task['reward_spec']['answer'] + 1}."]
-    assert play(env, task, wrong)[0] == 0.0
-    reward, info = play(env, task, [f"It is {task['reward_spec']['answer']}."])
+    assert play_to_end(env, task, wrong)[0] == 0.0
+    reward, info = play_to_end(env, task, [f"It is {task['reward_spec']['answer']}."])
     assert reward == 0.0 and "no successful tool call" in info["reward_info"]["reason"]
     lenient = gym.make("tool_envs/Calculator-v0", require_tool_use=False)
-    assert play(lenient, task, [f"It is {task['reward_spec']['answer']}."])[0] == 1.0
+    assert play_to_end(lenient, task, [f"It is {task['reward_spec']['answer']}."])[0] == 1.0
 
 
 def test_splits_are_deterministic_disjoint_and_cover_every_operation():
