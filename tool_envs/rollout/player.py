@@ -30,8 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from typing_extensions import Self
-
+from tool_envs.core.closing import ClosedOnExit
 from tool_envs.core.messages import Message
 from tool_envs.errors import RolloutVoidError
 from tool_envs.rollout.async_engine import AsyncRolloutEngine
@@ -196,7 +195,7 @@ class Played:
         return episode_metrics(self.summaries)
 
 
-class Player:
+class Player(ClosedOnExit):
     """Plays batches of task rows with one policy and one settings object, reusing one engine
     (and so its env pool) across batches; :func:`play` is one batch of it.
 
@@ -256,12 +255,6 @@ class Player:
 
     def close(self) -> None:
         self.engine.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 def play(
