@@ -1,10 +1,8 @@
 """Calculator-v0: generated tasks are solvable by their gold calls and the reward is real."""
 
-import runpy
-from pathlib import Path
-
 import gymnasium as gym
 import pytest
+from dataset_helpers import check_committed_dataset
 from episode_helpers import play_to_end
 
 import tool_envs
@@ -63,17 +61,8 @@ def test_final_number(text, number):
     assert final_number(text) == number
 
 
-REPO = Path(__file__).resolve().parents[1]
-
-
 def test_committed_dataset_matches_its_builder_and_loads(tmp_path):
-    build = runpy.run_path(str(REPO / "datasets/calculator/build.py"))["build"]
-    build(tmp_path)
-    committed = REPO / "datasets/calculator"
-    for name in ("README.md", "data/train.jsonl", "data/test.jsonl"):
-        assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name
-    rows = load_tasks(str(committed), split="test")
-    assert rows == [validate_row(r) for r in default_splits()["test"]]
+    check_committed_dataset(tmp_path, "calculator", default_splits()["test"])
 
 
 def test_generated_sets_of_one_difficulty_exclude_given_expressions_and_stop_when_spent():
@@ -94,7 +83,6 @@ def test_generated_sets_of_one_difficulty_exclude_given_expressions_and_stop_whe
 
 def test_the_calculator_tasks_command_writes_a_loadable_dataset(tmp_path):
     from tool_envs.cli import main
-    from tool_envs.data import load_tasks
 
     out = tmp_path / "tasks"
     args = ["calculator-tasks", "--out", str(out), "--difficulty", "1", "--seed", "3"]
