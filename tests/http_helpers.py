@@ -1,15 +1,17 @@
-"""What the tests' local HTTP servers share: serving one on a thread, and answering with JSON."""
+"""What the tests' local HTTP servers share: serving one on a thread, answering with JSON, and
+keeping the requests a server got."""
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 from typing import Any, TypeVar
 
 S = TypeVar("S", bound=HTTPServer)
+T = TypeVar("T")
 
 
 @contextmanager
@@ -82,3 +84,29 @@ class QuietHandler(BaseHTTPRequestHandler):
     def read_json(self) -> Any:
         """The request's body, parsed as JSON."""
         return json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+
+
+class RecordingServer(ThreadingHTTPServer):
+    """A test's server on 127.0.0.1 (``port`` 0: a free one) that keeps the JSON body of every
+    request in ``requests``; ``lock`` guards them and whatever else the server counts."""
+
+    daemon_threads = True
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler], port: int = 0):
+        super().__init__(("127.0.0.1", port), handler)
+        self.requests: list[Any] = []
+        self.lock = threading.Lock()
+
+
+class RecordingHandler(QuietHandler):
+    """A handler of a :class:`RecordingServer`."""
+
+    server: RecordingServer
+
+    def read_recorded(self, then: Callable[[], T]) -> tuple[Any, T]:
+        """The request's JSON body, recorded, and ``then()``, called under the same lock (what
+        the server decides for this request, in the order the requests were recorded)."""
+        body = self.read_json()
+        with self.server.lock:
+            self.server.requests.append(body)
+            return body, then()

@@ -5,17 +5,14 @@ the end of the episode."""
 from __future__ import annotations
 
 import json
-import runpy
 import statistics
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.core.tools import Toolset
-from tool_envs.data import load_tasks, validate_row
 from tool_envs.tau.db import BaseTables, Database
 from tool_envs.tau.task import parse_reward_spec
 
@@ -224,7 +221,6 @@ def check_changed_write_loses(env, tasks, write_tools, perturb):
 # The checks below are the same for every tau domain; each domain's test file calls them with
 # its own generator, domain, tasks and dataset folder.
 
-REPO = Path(__file__).resolve().parents[1]
 NO_OP = "Is there anything else I can help you with?"
 
 
@@ -243,17 +239,6 @@ def check_do_nothing_rate(env, splits, has_write, no_op=NO_OP):
         assert rate <= 0.05, (split, rate)
         silent = [t for t in rows if not has_write(t) and not t["reward_spec"]["outputs"]]
         assert passed == len(silent) and len(silent) < 0.04 * len(rows)
-
-
-def check_committed_dataset(tmp_path, name, test_rows):
-    """``datasets/<name>`` is what its builder writes, byte for byte, and loads as ``test_rows``."""
-    build = runpy.run_path(str(REPO / f"datasets/{name}/build.py"))["build"]
-    build(tmp_path)
-    committed = REPO / f"datasets/{name}"
-    for file in ("README.md", "data/train.jsonl", "data/test.jsonl"):
-        assert (tmp_path / file).read_bytes() == (committed / file).read_bytes(), file
-    rows = load_tasks(str(committed), split="test")
-    assert rows == [validate_row(r) for r in test_rows]
 
 
 def check_generation_is_seeded(generate_tables, generate_splits, tables, sizes):

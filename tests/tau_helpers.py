@@ -14,14 +14,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from http.server import ThreadingHTTPServer
 from typing import Any
 
-from http_helpers import QuietHandler, chat_completion, send_json, serving
+from http_helpers import (
+    RecordingHandler,
+    RecordingServer,
+    chat_completion,
+    send_json,
+    serving,
+)
 
 from tool_envs.core.tools import tool
 from tool_envs.tau.domain import DatabaseTools, Domain, DomainTools
@@ -98,31 +102,43 @@ class BankAppTools(DatabaseTools):
         return f"card {card_id}: unlocked"
 
 
+def bank_task(
+    env_id: str,
+    domain: str,
+    key: str,
+    index: int,
+    scenario: dict[str, Any],
+    actions: list[dict[str, Any]],
+    outputs: Sequence[str] = (),
+) -> dict[str, Any]:
+    """A row of the test bank about account ``index``, with id ``<domain>-<key>``: its user knows
+    the account's email, and the gold finds the account by it before ``actions``."""
+    email = f"user{index}@bank.test"
+    return tau_task_row(
+        env_id=env_id,
+        domain=domain,
+        task_id=f"{domain}-{key}",
+        policy=POLICY,
+        scenario={**scenario, "known_info": {"email": email}},
+        actions=[{"name": "find_account", "arguments": {"email": email}}, *actions],
+        outputs=outputs,
+    )
+
+
 def bank_row(index: int, amount: int = 10, *, write: bool = True) -> dict[str, Any]:
-    actions = [{"name": "find_account", "arguments": {"email": f"user{index}@bank.test"}}]
     if write:
-        actions.append(
-            {"name": "withdraw", "arguments": {"account_id": f"a{index}", "amount": amount}}
-        )
+        action = {"name": "withdraw", "arguments": {"account_id": f"a{index}", "amount": amount}}
         reason = f"I want to withdraw {amount} dollars."
         outputs = [str(100 + index - amount)]
     else:
-        actions.append({"name": "get_balance", "arguments": {"account_id": f"a{index}"}})
+        action = {"name": "get_balance", "arguments": {"account_id": f"a{index}"}}
         reason, outputs = "What is my balance?", []
-    return tau_task_row(
-        env_id=ENV_ID,
-        domain="bank",
-        task_id=f"bank-{index}-{write}",
-        policy=POLICY,
-        scenario={
-            "persona": "A busy customer.",
-            "reason_for_call": reason,
-            "known_info": {"email": f"user{index}@bank.test"},
-            "task_instructions": "Accept the withdrawal if asked to confirm.",
-        },
-        actions=actions,
-        outputs=outputs,
-    )
+    scenario = {
+        "persona": "A busy customer.",
+        "reason_for_call": reason,
+        "task_instructions": "Accept the withdrawal if asked to confirm.",
+    }
+    return bank_task(ENV_ID, "bank", f"{index}-{write}", index, scenario, [action], outputs)
 
 
 BANK = Domain(
@@ -145,23 +161,14 @@ DUAL_ENV_ID = "tool_envs/TauBankDualTest-v0"
 def dual_row(index: int) -> dict[str, Any]:
     """The card of account ``index`` is locked; only the customer can unlock it, in the app."""
     unlock = {"name": "unlock_card_in_app", "arguments": {"card_id": f"c{index}"}}
-    return tau_task_row(
-        env_id=DUAL_ENV_ID,
-        domain="bank-dual",
-        task_id=f"bank-dual-{index}",
-        policy=POLICY,
-        scenario={
-            "reason_for_call": "My card is declined everywhere.",
-            "known_info": {"email": f"user{index}@bank.test"},
-            "user_actions": [
-                {**unlock, "instruction": "unlock your card in the app", "triggers": ["unlock"]}
-            ],
-        },
-        actions=[
-            {"name": "find_account", "arguments": {"email": f"user{index}@bank.test"}},
-            {**unlock, "requestor": "user"},
+    scenario = {
+        "reason_for_call": "My card is declined everywhere.",
+        "user_actions": [
+            {**unlock, "instruction": "unlock your card in the app", "triggers": ["unlock"]}
         ],
-    )
+    }
+    actions = [{**unlock, "requestor": "user"}]
+    return bank_task(DUAL_ENV_ID, "bank-dual", str(index), index, scenario, actions)
 
 
 BANK_DUAL = dataclasses.replace(
@@ -180,12 +187,9 @@ class BankDualEnv(TauEnv):
 # -- a customer behind the OpenAI wire protocol ----------------------------------------------------
 
 
-class CustomerServer(ThreadingHTTPServer):
-    daemon_threads = True
-
+class CustomerServer(RecordingServer):
     def __init__(self, reject_verifications: int = 0, fail_first: int = 0, port: int = 0):
-        super().__init__(("127.0.0.1", port), _Handler)
-        self.requests: list[dict[str, Any]] = []
+        super().__init__(_Handler, port)
         self.reject_verifications = reject_verifications
         self.fail_first = fail_first  # answer this many requests with HTTP 503 first
         # device tool -> words in the agent's message that make the customer call it
@@ -193,7 +197,6 @@ class CustomerServer(ThreadingHTTPServer):
         self.device_loop = False  # call a device tool whenever tool_choice allows it
         self.text: str | None = None  # answer with this text instead (e.g. "" for an empty one)
         self.delay = 0.0  # seconds to wait before answering (a slow server)
-        self.lock = threading.Lock()
 
     @property
     def base_url(self) -> str:
@@ -202,16 +205,18 @@ class CustomerServer(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that gave up on a slow answer is part of the tests, not an error
 
+    def take_failure(self) -> bool:
+        """Whether this request is one of the first ``fail_first`` (answered with HTTP 503)."""
+        failing = self.fail_first > 0
+        self.fail_first -= failing
+        return failing
 
-class _Handler(QuietHandler):
+
+class _Handler(RecordingHandler):
     server: CustomerServer
 
     def do_POST(self) -> None:
-        body = self.read_json()
-        with self.server.lock:
-            self.server.requests.append(body)
-            failing = self.server.fail_first > 0
-            self.server.fail_first -= failing
+        body, failing = self.read_recorded(self.server.take_failure)
         time.sleep(self.server.delay)
         if failing:
             self.send_response(503)

@@ -17,8 +17,6 @@ import json
 import math
 import re
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +27,7 @@ from typing import Any
 
 import openai
 import pytest
+from extra_helpers import import_error_without
 from http_helpers import QuietHandler, send_json, serving
 from vllm_helpers import FaultProxy, vllm_test
 
@@ -617,23 +616,17 @@ def test_colocate_refuses_an_llm_with_other_logprobs() -> None:
 
 def test_colocate_without_vllm_names_the_extra() -> None:
     # A process where `import vllm` fails, as on a machine without the extra.
-    script = (
-        "import sys; sys.modules['vllm'] = None\n"
+    said = import_error_without(
+        "vllm",
         "from types import SimpleNamespace\n"
         "from tool_envs.rollout.backends.base import SamplingSettings\n"
         "from tool_envs.rollout.backends.vllm.colocate import VLLMColocateBackend\n"
         "config = SimpleNamespace(max_model_len=64, logprobs_mode='processed_logprobs')\n"
-        "llm = SimpleNamespace(llm_engine=SimpleNamespace(model_config=config))\n"
-        "try:\n"
-        "    VLLMColocateBackend(llm).generate([[1]], [2], SamplingSettings())\n"
-        "except ImportError as exc:\n"
-        "    print(type(exc).__name__, exc)\n"
+        "llm = SimpleNamespace(llm_engine=SimpleNamespace(model_config=config))\n",
+        "VLLMColocateBackend(llm).generate([[1]], [2], SamplingSettings())",
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.startswith("MissingDependencyError"), result.stdout + result.stderr
-    assert "pip install 'tool-envs[vllm" in result.stdout
+    assert said.startswith("MissingDependencyError"), said
+    assert "pip install 'tool-envs[vllm" in said
 
 
 # --------------------------------------------------------------------------- OpenAI chat backend

@@ -11,12 +11,13 @@ import runpy
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from code_helpers import always_equal_solution
+from json_helpers import string_leaves
 
 from tool_envs.code.judge import JudgeReport, run_tests
 from tool_envs.code.problems import (
@@ -110,17 +111,6 @@ def test_counts_kinds_and_families():
     assert len({p.family for p in problems["test"]}) >= 40  # the test split is broad too
 
 
-def _strings(value: object) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
 def test_every_row_is_well_formed_and_hides_the_broken_variants():
     for problem in _all_problems():
         row = validate_row(problem.row())
@@ -133,7 +123,7 @@ def test_every_row_is_well_formed_and_hides_the_broken_variants():
         assert problem.broken and all(
             b.why and b.source != problem.reference for b in problem.broken
         )
-        texts = set(_strings(row))
+        texts = set(string_leaves(row))
         assert not any(b.source in texts for b in problem.broken), problem.task_id
         compile(problem.reference, problem.task_id, "exec")
         if problem.kind == "assert":

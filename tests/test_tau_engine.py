@@ -7,6 +7,7 @@ import pickle
 
 import gymnasium as gym
 import pytest
+from episode_helpers import play_to_end
 from tau_helpers import (
     BANK,
     COMPLETION_TOKENS,
@@ -37,12 +38,7 @@ def call(name: str, **arguments) -> str:
 
 
 def play(env, turns):
-    env.reset(options={"task": env.unwrapped.task})
-    for turn in turns:
-        _, reward, terminated, truncated, info = env.step(turn)
-        if terminated or truncated:
-            return reward, info
-    raise AssertionError("the episode did not end")
+    return play_to_end(env, env.unwrapped.task, turns)
 
 
 # -- database ----------------------------------------------------------------------------------

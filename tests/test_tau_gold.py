@@ -13,6 +13,7 @@ from collections import defaultdict
 
 import gymnasium as gym
 import pytest
+from json_helpers import string_leaves
 
 import tool_envs
 from tool_envs.tau.gold import ASK_PREFIX, CONFIRM_SUFFIX
@@ -23,18 +24,6 @@ from tool_envs.tau.users.scripted import IDENTITY_FIELDS
 gym.register_envs(tool_envs)
 
 DOMAINS = ["TauRetail-v0", "TauAirline-v0", "TauTelecom-v0", "TauHealthcare-v0", "TauDoordash-v0"]
-
-
-def leaves(value):
-    """The strings inside a JSON value."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from leaves(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from leaves(item)
 
 
 def gold_transcript(env, task) -> list[dict]:
@@ -57,14 +46,14 @@ def test_gold_calls_use_only_what_the_user_or_a_tool_said(domain_env):
     env, tasks = domain_env
     checked = 0
     for task in tasks:
-        known = set(leaves(parse_scenario(task["extra_info"]).known_info))
+        known = set(string_leaves(parse_scenario(task["extra_info"]).known_info))
         said = ""
         for message in gold_transcript(env, task):
             for tool_call in message.get("tool_calls") or []:
                 arguments = tool_call["function"]["arguments"]
                 if isinstance(arguments, str):
                     arguments = json.loads(arguments)
-                for value in set(leaves(arguments)) & known:
+                for value in set(string_leaves(arguments)) & known:
                     assert value in said, (task["extra_info"]["id"], tool_call["function"])
                     checked += 1
             said += f"{message.get('content') or ''}\n"

@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import gymnasium as gym
 import pytest
+from callback_helpers import FixedEvaluator, end_steps
 
 torch = pytest.importorskip("torch", reason="scoring needs the 'train' extra (torch)")
 
-from transformers import TrainerControl  # noqa: E402
 
 import tool_envs  # noqa: E402
 from tool_envs.eval.teacher_forced import GoldScores, digit_token_ids, gold_scores  # noqa: E402
@@ -97,26 +97,15 @@ def test_a_model_fitted_to_the_gold_scores_it_exactly_and_a_random_one_does_not(
 
 
 def test_each_check_runs_the_gold_probe_and_keeps_its_scores(tmp_path, capsys):
-    class Failing:
-        tasks = [{}] * 4
-
-        def success(self, model):
-            return 0.0
-
-        def departures(self):
-            return []
-
     probed = []
 
     def probe(model):
         probed.append(model)
         return GoldScores(0.5 + len(probed) / 10, 0.25, 0.125, tokens=8, digits=4, turns=8)
 
-    callback = EnvSuccessCallback(None, [], evaluator=Failing(), every_steps=5, gold_probe=probe)
-    args = SimpleNamespace(output_dir=str(tmp_path), process_index=0)
-    control = TrainerControl()
-    for step in (5, 10):
-        callback.on_step_end(args, SimpleNamespace(global_step=step), control, model="weights")
+    failing = FixedEvaluator(0.0)
+    callback = EnvSuccessCallback(None, [], evaluator=failing, every_steps=5, gold_probe=probe)
+    end_steps(callback, tmp_path, (5, 10), "weights")
     assert probed == ["weights", "weights"]
     out = capsys.readouterr().out
     assert "step 10: teacher-forced on the gold: agent tokens 0.700, digits 0.250" in out

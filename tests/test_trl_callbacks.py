@@ -4,6 +4,7 @@ it keeps when success jumps past the target."""
 import json
 
 import pytest
+from callback_helpers import FixedEvaluator, end_steps
 from transformers import TrainerCallback, TrainerControl
 
 from tool_envs.integrations.trl.callbacks import EnvSuccessCallback
@@ -212,24 +213,12 @@ def test_rewinds_are_bounded(tmp_path):
 
 
 def test_each_check_logs_where_its_failures_left_the_gold(tmp_path, capsys):
-    from types import SimpleNamespace
-
     from tool_envs.eval.departures import Departure
 
-    class Located:
-        tasks = [{}] * 4
-
-        def success(self, model):
-            return 0.25
-
-        def departures(self):
-            return [Departure("a", 2, '<tool_call>{"name": "f"}</tool_call>', "hi")] * 3
-
-    callback = EnvSuccessCallback(None, [], evaluator=Located(), every_steps=5)
-    args = SimpleNamespace(output_dir=str(tmp_path), process_index=0)
-    control = TrainerControl()
-    for step in (5, 10):
-        callback.on_step_end(args, SimpleNamespace(global_step=step), control, model=object())
+    departure = Departure("a", 2, '<tool_call>{"name": "f"}</tool_call>', "hi")
+    located = FixedEvaluator(0.25, [departure] * 3)
+    callback = EnvSuccessCallback(None, [], evaluator=located, every_steps=5)
+    end_steps(callback, tmp_path, (5, 10), object())
     assert "step 10: first departures from the gold: turn 2: f x3" in capsys.readouterr().out
     records = [
         json.loads(line)

@@ -142,6 +142,14 @@ def assert_sampler_follows_trainer(records: list[dict], model: Path, output_dir:
     assert moved > 1e-4, moved
 
 
+def check_server_recipe(model: Path, url: str, tmp_path: Path, reward: str, label: str) -> None:
+    """A server-mode run syncs its weights over HTTP and keeps the sampler in step."""
+    log, records, seconds = train_on_server(model, url, tmp_path / "out", reward)
+    assert "vLLM weight sync: http" in log
+    assert_sampler_follows_trainer(records, model, tmp_path / "out")
+    print(f"server {label}: {seconds:.1f} s")
+
+
 @pytest.mark.parametrize("tied", [True, False], ids=["tied", "untied"])
 def test_colocate_recipe_keeps_the_sampler_in_step(models, tmp_path, tied):
     model = models.tied if tied else models.untied
@@ -184,21 +192,11 @@ def test_server_recipe_with_the_worker_extension_keeps_a_tied_head_in_step(model
         max_model_len=MAX_MODEL_LEN,
         extra_args=["--worker-extension-cls", EXTENSION_PATH],
     ) as server:
-        log, records, seconds = train_on_server(
-            models.tied, server.url, tmp_path / "out", models.reward
-        )
-    assert "vLLM weight sync: http" in log
-    assert_sampler_follows_trainer(records, models.tied, tmp_path / "out")
-    print(f"server tied: {seconds:.1f} s")
+        check_server_recipe(models.tied, server.url, tmp_path, models.reward, "tied")
 
 
 def test_server_recipe_untied_with_plain_reload(models, untied_server, tmp_path):
-    log, records, seconds = train_on_server(
-        models.untied, untied_server.url, tmp_path / "out", models.reward
-    )
-    assert "vLLM weight sync: http" in log
-    assert_sampler_follows_trainer(records, models.untied, tmp_path / "out")
-    print(f"server untied: {seconds:.1f} s")
+    check_server_recipe(models.untied, untied_server.url, tmp_path, models.reward, "untied")
 
 
 def test_a_tied_model_is_refused_by_a_server_without_the_extension(models, untied_server, tmp_path):

@@ -21,6 +21,7 @@ request (the LLM task writer keeps its other samples).
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ from tool_envs.errors import EnvConfigError, InfrastructureError
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
+    "ClientOnFirstUse",
     "HelperFailure",
     "HelperReply",
     "api_error_message",
@@ -71,6 +73,49 @@ def make_client(*, api_key: str, base_url: str | None, timeout: float, max_retri
     from openai import OpenAI
 
     return OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+
+
+class ClientOnFirstUse:
+    """What a helper that calls a chat API shares (the LLM user, the judge): its ``openai``
+    client is made at first use from its ``api_key``, ``base_url``, ``timeout`` and
+    ``max_retries``, then shared by its threads; a pickle leaves the client out (a copy makes its
+    own). ``__init__`` calls :meth:`_no_client_yet`; ``_lock`` guards the client, and may guard
+    the helper's own counters too."""
+
+    api_key: str
+    base_url: str | None
+    timeout: float
+    max_retries: int
+
+    def _no_client_yet(self) -> None:
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def _get_client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                self._client = make_client(
+                    api_key=self.api_key,
+                    base_url=self.base_url,
+                    timeout=self.timeout,
+                    max_retries=self.max_retries,
+                )
+            return self._client
+
+    def _close_client(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_client"] = None
+        state.pop("_lock")
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -168,12 +213,13 @@ def describe_failure(exc: Exception, client: Any, who: str, model: str | None) -
     return f"the {who} at {url} failed: {type(exc).__name__}: {exc}"
 
 
-def api_error_message(exc: Exception) -> str:
-    """What an ``openai`` API error says (the server's own message where it sent one), short."""
+def api_error_message(exc: Exception, limit: int | None = 300) -> str:
+    """What an ``openai`` API error says (the server's own message where it sent one), cut to
+    ``limit`` characters (None: whole)."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         error = body.get("error")
         message = body.get("message") or (error.get("message") if isinstance(error, dict) else None)
         if message:
-            return str(message)[:300]
-    return str(exc)[:300]
+            return str(message)[:limit]
+    return str(exc)[:limit]

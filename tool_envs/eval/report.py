@@ -80,22 +80,7 @@ def format_table(summary: Mapping[str, Any]) -> str:
     if len(groups) != 1:
         groups.append(("overall", summary["overall"]))
     for name, group in groups:
-        row = [
-            name,
-            _fmt(group["tasks"]),
-            _fmt(group["trials"]),
-            _fmt(group["success_rate"]),
-            _fmt(group["mean_reward"]),
-        ]
-        row += [_fmt(group["pass_hat_k"].get(k)) for k in ks]
-        row += [_fmt(group["pass_at_k"].get(k_max))] if k_max else []
-        row += [
-            _fmt(group["mean_turns"], 2),
-            _fmt(group["mean_tool_calls"], 2),
-            _fmt(group["parse_errors"]),
-            _fmt(group["env_errors"]),
-            _fmt(group["failed_trials"]),
-        ]
+        row = [name, *_score_cells(group, ks)]
         row += [_fmt(group.get("void_trials", 0))] if voided else []
         row += [_fmt(group.get("user_fault_rate"))] if checked else []
         row += [_tokens(group, "")] + [_tokens(group, f"{h}_") for h in helpers]
@@ -264,9 +249,9 @@ def _summary_columns(summary: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     return header, ks
 
 
-def _summary_row(
-    name: str, group: Mapping[str, Any], ks: Sequence[str], checked: bool = False
-) -> str:
+def _score_cells(group: Mapping[str, Any], ks: Sequence[str]) -> list[str]:
+    """The cells every summary table shows for an env (or overall): tasks, trials, success,
+    reward, pass^k for each k, pass@ the largest k, turns, tools, errors and failed trials."""
     cells = [
         _fmt(group["tasks"]),
         _fmt(group["trials"]),
@@ -275,13 +260,20 @@ def _summary_row(
     ]
     cells += [_fmt(group["pass_hat_k"].get(k)) for k in ks]
     cells += [_fmt(group["pass_at_k"].get(ks[-1]))] if ks else []
-    cells += [
+    return [
+        *cells,
         _fmt(group["mean_turns"], 2),
         _fmt(group["mean_tool_calls"], 2),
         _fmt(group["parse_errors"]),
         _fmt(group["env_errors"]),
         _fmt(group["failed_trials"]),
     ]
+
+
+def _summary_row(
+    name: str, group: Mapping[str, Any], ks: Sequence[str], checked: bool = False
+) -> str:
+    cells = _score_cells(group, ks)
     cells += [_fmt(group.get("user_fault_rate"))] if checked else []
     name = name.removeprefix("tool_envs/")
     return f"<tr><th>{html.escape(name)}</th>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"

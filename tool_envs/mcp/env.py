@@ -21,11 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from tool_envs.core import options
+from tool_envs.core.answers import EndsOnAnswer
 from tool_envs.core.env import TaskSource, ToolEnv
-from tool_envs.core.messages import Message
-from tool_envs.core.messages import user as user_message
 from tool_envs.core.parsers import ToolCallParser
-from tool_envs.core.tagged import last_tagged
 from tool_envs.core.tools import Tool, Toolset
 from tool_envs.errors import EnvConfigError, TaskRowError
 from tool_envs.mcp.client import (
@@ -63,7 +61,7 @@ class _RemoteTool:
         return self.env._invoke(self.server, self.tool, arguments)
 
 
-class MCPEnv(ToolEnv):
+class MCPEnv(EndsOnAnswer, ToolEnv):
     """Use the tools of one or more MCP servers to solve a task, then give the final answer.
 
     **Tools.** Every tool of every configured server, with its own input schema, minus those
@@ -122,6 +120,8 @@ class MCPEnv(ToolEnv):
         parser: As for every ToolEnv.
         render_mode: As for every ToolEnv.
     """
+
+    nudge = NUDGE
 
     def __init__(
         self,
@@ -388,16 +388,6 @@ class MCPEnv(ToolEnv):
         self._mcp_calls = []
         self._answer = None
         return self._toolset_and_routes(servers)[0]
-
-    def _on_reply(self, content: str) -> tuple[list[Message], bool]:
-        if self.answer_format == "reply":
-            self._answer = content.strip()
-            return [], True
-        answer = last_tagged(content, "answer")
-        if answer is None:
-            return [user_message(NUDGE)], False
-        self._answer = answer
-        return [], True
 
     def _compute_reward(self) -> tuple[float, dict[str, Any]]:
         assert self._truth is not None

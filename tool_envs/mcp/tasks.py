@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -549,30 +550,41 @@ def _python_program(rng: np.random.Generator) -> tuple[str, str, str]:
     return (family, *_PYTHON_FAMILIES[family](rng))
 
 
-def _sum_squares(rng: np.random.Generator) -> tuple[str, str]:
-    n = int(rng.integers(10, 5000))
-    return (
-        f"What is the sum of the squares of the integers from 1 to {n}?",
-        f"print(sum(k * k for k in range(1, {n} + 1)))",
-    )
+@dataclass(frozen=True)
+class _OneNumber:
+    """A computation on one integer ``n`` drawn from ``[low, high)``: its question and its gold
+    program, each with ``{n}`` where the number goes."""
+
+    low: int
+    high: int
+    question: str
+    program: str
+
+    def __call__(self, rng: np.random.Generator) -> tuple[str, str]:
+        n = int(rng.integers(self.low, self.high))
+        return self.question.format(n=n), self.program.format(n=n)
 
 
-def _fibonacci(rng: np.random.Generator) -> tuple[str, str]:
-    n = int(rng.integers(20, 150))
-    return (
-        f"With F(0) = 0 and F(1) = 1, what is the Fibonacci number F({n})?",
-        f"a, b = 0, 1\nfor _ in range({n}):\n    a, b = b, a + b\nprint(a)",
-    )
-
-
-def _count_primes(rng: np.random.Generator) -> tuple[str, str]:
-    n = int(rng.integers(100, 50000))
-    return (
-        f"How many prime numbers are smaller than {n}?",
-        f"n = {n}\nsieve = bytearray([1]) * n\nsieve[:2] = b'\\x00\\x00'\n"
-        "for i in range(2, int(n ** 0.5) + 1):\n    if sieve[i]:\n"
-        "        sieve[i * i::i] = bytearray(len(sieve[i * i::i]))\nprint(sum(sieve))",
-    )
+_sum_squares = _OneNumber(
+    10,
+    5000,
+    "What is the sum of the squares of the integers from 1 to {n}?",
+    "print(sum(k * k for k in range(1, {n} + 1)))",
+)
+_fibonacci = _OneNumber(
+    20,
+    150,
+    "With F(0) = 0 and F(1) = 1, what is the Fibonacci number F({n})?",
+    "a, b = 0, 1\nfor _ in range({n}):\n    a, b = b, a + b\nprint(a)",
+)
+_count_primes = _OneNumber(
+    100,
+    50000,
+    "How many prime numbers are smaller than {n}?",
+    "n = {n}\nsieve = bytearray([1]) * n\nsieve[:2] = b'\\x00\\x00'\n"
+    "for i in range(2, int(n ** 0.5) + 1):\n    if sieve[i]:\n"
+    "        sieve[i * i::i] = bytearray(len(sieve[i * i::i]))\nprint(sum(sieve))",
+)
 
 
 def _digit_sum_power(rng: np.random.Generator) -> tuple[str, str]:
@@ -583,12 +595,12 @@ def _digit_sum_power(rng: np.random.Generator) -> tuple[str, str]:
     )
 
 
-def _factorial_zeros(rng: np.random.Generator) -> tuple[str, str]:
-    n = int(rng.integers(10, 1000))
-    return (
-        f"How many trailing zeros does {n}! (the factorial of {n}) have?",
-        f"import math\ns = str(math.factorial({n}))\nprint(len(s) - len(s.rstrip('0')))",
-    )
+_factorial_zeros = _OneNumber(
+    10,
+    1000,
+    "How many trailing zeros does {n}! (the factorial of {n}) have?",
+    "import math\ns = str(math.factorial({n}))\nprint(len(s) - len(s.rstrip('0')))",
+)
 
 
 def _gcd_lcm(rng: np.random.Generator) -> tuple[str, str]:
@@ -604,23 +616,21 @@ def _gcd_lcm(rng: np.random.Generator) -> tuple[str, str]:
     )
 
 
-def _collatz(rng: np.random.Generator) -> tuple[str, str]:
-    n = int(rng.integers(3, 100000))
-    return (
-        f"Starting from {n}, how many steps of the Collatz rule (n/2 if n is even, else 3n+1) "
-        "does it take to reach 1?",
-        f"n, steps = {n}, 0\nwhile n != 1:\n    n = n // 2 if n % 2 == 0 else 3 * n + 1\n"
-        "    steps += 1\nprint(steps)",
-    )
-
-
-def _divisors(rng: np.random.Generator) -> tuple[str, str]:
-    n = int(rng.integers(100, 1000000))
-    return (
-        f"How many positive divisors does {n} have?",
-        f"n = {n}\ncount = 0\nd = 1\nwhile d * d <= n:\n    if n % d == 0:\n"
-        "        count += 1 if d * d == n else 2\n    d += 1\nprint(count)",
-    )
+_collatz = _OneNumber(
+    3,
+    100000,
+    "Starting from {n}, how many steps of the Collatz rule (n/2 if n is even, else 3n+1) "
+    "does it take to reach 1?",
+    "n, steps = {n}, 0\nwhile n != 1:\n    n = n // 2 if n % 2 == 0 else 3 * n + 1\n"
+    "    steps += 1\nprint(steps)",
+)
+_divisors = _OneNumber(
+    100,
+    1000000,
+    "How many positive divisors does {n} have?",
+    "n = {n}\ncount = 0\nd = 1\nwhile d * d <= n:\n    if n % d == 0:\n"
+    "        count += 1 if d * d == n else 2\n    d += 1\nprint(count)",
+)
 
 
 _PYTHON_FAMILIES: dict[str, Callable[[np.random.Generator], tuple[str, str]]] = {

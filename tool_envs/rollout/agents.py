@@ -12,10 +12,12 @@ Agents talk to envs in chat messages, with no tokenizer: they are played by the 
 
 from __future__ import annotations
 
+import abc
 import json
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import gymnasium as gym
 
@@ -24,6 +26,7 @@ from tool_envs.errors import EpisodeInterrupted, EvalError
 
 __all__ = [
     "Agent",
+    "EpisodeInPlay",
     "EpisodeInterrupted",
     "EpisodeResult",
     "EvalError",
@@ -62,12 +65,23 @@ class EpisodeResult:
     error: str | None = None
 
 
-class Agent(Protocol):
+@dataclass
+class EpisodeInPlay:
+    """What an agent's :meth:`Agent.actions` sees of the episode it plays."""
+
+    env: gym.Env
+    task: dict[str, Any]
+    stop: threading.Event | None
+    result: EpisodeResult
+
+
+class Agent(abc.ABC):
     """Plays an env (already reset with ``task``) until the episode ends.
 
     ``play`` records each step into ``result`` (a fresh one when None) as it goes and returns
     it, so a caller that passed one still has the turns and API usage of an episode that raised
-    half-way.
+    half-way. An agent writes :meth:`actions`, its turns one after the other; ``play`` steps the
+    env with each until the episode is over.
     """
 
     name: str
@@ -78,7 +92,17 @@ class Agent(Protocol):
         task: dict[str, Any],
         stop: threading.Event | None = None,
         result: EpisodeResult | None = None,
-    ) -> EpisodeResult: ...
+    ) -> EpisodeResult:
+        episode = EpisodeInPlay(env, task, stop, result if result is not None else EpisodeResult())
+        for action in self.actions(episode):
+            if _step(env, action, episode.result):
+                break
+        return episode.result
+
+    @abc.abstractmethod
+    def actions(self, episode: EpisodeInPlay) -> Iterator[Any]:
+        """The agent's turns, each chosen once the env has taken the one before. An agent that
+        gives up (its API rejected the conversation) stops, ``episode.result.error`` saying why."""
 
 
 def _step(env: gym.Env, action: Any, result: EpisodeResult) -> bool:
@@ -94,7 +118,7 @@ def _step(env: gym.Env, action: Any, result: EpisodeResult) -> bool:
     return terminated or truncated
 
 
-class _ScriptedAgent:
+class _ScriptedAgent(Agent):
     """Plays a fixed list of turns (:meth:`turns`), then empty replies while the env wants more."""
 
     name = "scripted"
@@ -103,18 +127,10 @@ class _ScriptedAgent:
         """The turns to play, in order."""
         return []
 
-    def play(
-        self,
-        env: gym.Env,
-        task: dict[str, Any],
-        stop: threading.Event | None = None,
-        result: EpisodeResult | None = None,
-    ) -> EpisodeResult:
-        pending = list(self.turns(env, task))
-        result = result if result is not None else EpisodeResult()
-        while not _step(env, pending.pop(0) if pending else "", result):
-            pass
-        return result
+    def actions(self, episode: EpisodeInPlay) -> Iterator[Any]:
+        yield from list(self.turns(episode.env, episode.task))
+        while True:
+            yield ""
 
 
 class NoopAgent(_ScriptedAgent):
@@ -192,7 +208,7 @@ def text_mode_messages(
     return out
 
 
-class OpenAIAgent:
+class OpenAIAgent(Agent):
     """Asks an OpenAI-compatible chat API for every assistant turn.
 
     Args:
@@ -212,17 +228,10 @@ class OpenAIAgent:
     def __init__(self, backend: Any):
         self.backend = backend
 
-    def play(
-        self,
-        env: gym.Env,
-        task: dict[str, Any],
-        stop: threading.Event | None = None,
-        result: EpisodeResult | None = None,
-    ) -> EpisodeResult:
+    def actions(self, episode: EpisodeInPlay) -> Iterator[Any]:
         import openai
 
-        result = result if result is not None else EpisodeResult()
-        base = env.unwrapped
+        base, result, stop = episode.env.unwrapped, episode.result, episode.stop
         native = self.backend.native_tools
         while True:
             if stop is not None and stop.is_set():
@@ -237,7 +246,7 @@ class OpenAIAgent:
             except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
                 result.error = f"the API rejected the conversation: {api_error_message(exc)}"
                 result.reward, result.terminated = 0.0, False
-                return result
+                return
             except openai.APIError as exc:
                 raise EvalError(self._fatal_message(exc)) from exc
             except (ValueError, AttributeError) as exc:  # a body that is not a chat completion
@@ -254,8 +263,7 @@ class OpenAIAgent:
                 else:
                     result.usage[key] += value
             result.finish_reasons.append(turn.finish_reason)
-            if _step(env, turn.action, result):
-                return result
+            yield turn.action
 
     def _fatal_message(self, exc: Exception) -> str:
         import openai

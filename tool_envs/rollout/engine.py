@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import gymnasium as gym
-from typing_extensions import Self
 
 import tool_envs
 from tool_envs.core.chat_env import chat_env
+from tool_envs.core.closing import ClosedOnExit
 from tool_envs.core.messages import Message
 from tool_envs.core.outcome import VOID, is_void, outcome_of, void_info
 from tool_envs.rollout.backends.base import (
@@ -152,7 +152,7 @@ class _Episode:
         self.end(VOID, 0.0, void_info(cause, detail))
 
 
-class EpisodeRunner:
+class EpisodeRunner(ClosedOnExit):
     """Per-episode bookkeeping shared by the lockstep and asynchronous engines.
 
     Starting an episode, the token budgets of a turn, taking a generation, stepping the env and
@@ -196,12 +196,6 @@ class EpisodeRunner:
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
         self.pool.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     @staticmethod
     def _check_inputs(

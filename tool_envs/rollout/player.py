@@ -40,8 +40,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from typing_extensions import Self
-
+from tool_envs.core.closing import ClosedOnExit
 from tool_envs.core.messages import Message
 from tool_envs.errors import RolloutVoidError
 from tool_envs.rollout.agents import Agent
@@ -241,7 +240,7 @@ class Finished(NamedTuple):
     error: Exception | None = None
 
 
-class Player:
+class Player(ClosedOnExit):
     """Plays batches of task rows with one policy and one settings object, reusing one engine
     (and so its env pool) across batches; :func:`play` is one batch of it, :meth:`stream` a
     message-level agent's episodes one by one.
@@ -354,12 +353,6 @@ class Player:
 
     def close(self) -> None:
         self.engine.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 def play(

@@ -13,21 +13,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tool_envs.core import options
+from tool_envs.core.answers import EndsOnAnswer
 from tool_envs.core.env import TaskSource, ToolEnv
-from tool_envs.core.messages import Message
-from tool_envs.core.messages import user as user_message
 from tool_envs.core.parsers import ToolCallParser
 from tool_envs.core.tools import Toolset, tool
 from tool_envs.errors import EnvConfigError, MissingDependencyError, TaskRowError
 from tool_envs.search.base import SearchError, SearchProvider, SearchResult
 from tool_envs.search.cache import CACHE_MODES, CachedProvider, SearchCache
-from tool_envs.search.scoring import METRICS, extract_answer, score
+from tool_envs.search.scoring import METRICS, score
 
 ANSWER_FORMATS = ("tag", "reply")
 NUDGE = "Search with the tools, or give your final answer as <answer>...</answer>."
 
 
-class WebSearchEnv(ToolEnv):
+class WebSearchEnv(EndsOnAnswer, ToolEnv):
     """Answer a question with ``search(query, max_results)`` and ``open_page(url)``.
 
     The episode ends with the final answer: with ``answer_format="tag"`` (default) the first
@@ -59,6 +58,8 @@ class WebSearchEnv(ToolEnv):
         snippet_chars: How much of a snippet the agent sees.
         page_chars: How much of a page the agent sees.
     """
+
+    nudge = NUDGE
 
     def __init__(
         self,
@@ -297,16 +298,6 @@ class WebSearchEnv(ToolEnv):
         if self._row_corpus is None:
             _ = self.provider  # build it here, so a missing package raises to the caller
         return self._tools
-
-    def _on_reply(self, content: str) -> tuple[list[Message], bool]:
-        if self.answer_format == "reply":
-            self._answer = content.strip()
-            return [], True
-        answer = extract_answer(content)
-        if answer is None:
-            return [user_message(NUDGE)], False
-        self._answer = answer
-        return [], True
 
     def _compute_reward(self) -> tuple[float, dict[str, Any]]:
         assert self._task is not None

@@ -1,5 +1,6 @@
-"""What every domain's seeded data generator shares: drawing ids that are not taken yet, and the
-tables of the shipped env (seed 0) built once per process."""
+"""What every domain's seeded data generator shares: drawing ids that are not taken yet, reading
+the fixed catalogues written as text tables, and the tables of the shipped env (seed 0) built
+once per process."""
 
 from __future__ import annotations
 
@@ -17,6 +18,18 @@ def new_id(rng: random.Random, taken: set[str], make: Callable[[random.Random], 
         if value not in taken:
             taken.add(value)
             return value
+
+
+def table_rows(table: str) -> list[list[str]]:
+    """The stripped ``;``-separated cells of each row of a text table; a line that starts with a
+    space continues the row above (so a long row can wrap)."""
+    rows: list[str] = []
+    for line in table.strip().splitlines():
+        if line.startswith(" "):
+            rows[-1] += " " + line.strip()
+        else:
+            rows.append(line)
+    return [[cell.strip() for cell in row.split(";")] for row in rows]
 
 
 @dataclass(frozen=True)

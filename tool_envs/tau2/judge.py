@@ -17,14 +17,13 @@ import inspect
 import json
 import os
 import re
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 from tool_envs.core.helper_models import (
     DEFAULT_MAX_TOKENS,
+    ClientOnFirstUse,
     chat,
-    make_client,
     require_api_key,
 )
 from tool_envs.core.messages import render_transcript
@@ -41,7 +40,7 @@ WHO = "NL-assertion judge"
 _JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 
-class OpenAIJudge:
+class OpenAIJudge(ClientOnFirstUse):
     """Judges NL assertions with one chat completion per episode.
 
     Args:
@@ -83,8 +82,7 @@ class OpenAIJudge:
         self.max_retries = max_retries
         self.max_tokens = max_tokens
         self.usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
-        self._client: Any = None
-        self._lock = threading.Lock()
+        self._no_client_yet()
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> OpenAIJudge:
@@ -123,27 +121,6 @@ class OpenAIJudge:
             self.usage["prompt_tokens"] += reply.prompt_tokens
             self.usage["completion_tokens"] += reply.completion_tokens
         return parse_verdicts(reply.message.content or "", len(assertions))
-
-    def _get_client(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                self._client = make_client(
-                    api_key=self.api_key,
-                    base_url=self.base_url,
-                    timeout=self.timeout,
-                    max_retries=self.max_retries,
-                )
-            return self._client
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_client"] = None
-        state.pop("_lock")
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
 
 def parse_verdicts(text: str, expected: int) -> list[bool]:

@@ -39,6 +39,7 @@ from tool_envs.code.sandbox.isolation import (
     filesystem_plan,
     namespaces_command,
 )
+from tool_envs.core.closing import ClosedOnExit
 from tool_envs.errors import SandboxUnavailable as SandboxUnavailable
 from tool_envs.errors import WorkerDied as WorkerDied
 
@@ -113,7 +114,7 @@ class _Resources:
             shutil.rmtree(root, ignore_errors=True)
 
 
-class Sandbox:
+class Sandbox(ClosedOnExit):
     """One warm worker, used by one caller at a time (thread-safe through a lock).
 
     The worker starts lazily, inside the chosen isolation; if it dies (for instance the job
@@ -255,12 +256,6 @@ class Sandbox:
             self._closed = True
             self._finalizer()
 
-    def __enter__(self) -> Sandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- protocol ---------------------------------------------------------------------------
     def _send(self, message: dict[str, Any]) -> None:
         assert self._proc is not None and self._proc.stdin is not None
@@ -359,7 +354,7 @@ def _job_message(req: RunRequest) -> dict[str, Any]:
     }
 
 
-class SandboxPool:
+class SandboxPool(ClosedOnExit):
     """``size`` warm workers for concurrent episodes; each run takes whichever is idle."""
 
     def __init__(self, size: int = 2, level: IsolationLevel | None = None, **kwargs: Any) -> None:
@@ -397,9 +392,3 @@ class SandboxPool:
     def close(self) -> None:
         for sandbox in self.sandboxes:
             sandbox.close()
-
-    def __enter__(self) -> SandboxPool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

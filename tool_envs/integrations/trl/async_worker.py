@@ -39,7 +39,7 @@ import random
 import threading
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tool_envs.integrations.trl import trl_compat
@@ -193,8 +193,32 @@ class ToolEnvsRolloutWorker:
         self._runner = None
 
 
+class _LockedValue:
+    """An attribute kept in the ``multiprocessing.Value`` at ``_<name>`` of its instance: read as
+    ``cast`` of it, written under the value's lock, so the trainer and the runner agree."""
+
+    def __init__(self, cast: Callable[[Any], Any]):
+        self.cast = cast
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.field = f"_{name}"
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        return self.cast(getattr(instance, self.field).value)
+
+    def __set__(self, instance: Any, value: Any) -> None:
+        shared = getattr(instance, self.field)
+        with shared.get_lock():
+            shared.value = self.cast(value)
+
+
 class _Shared:
     """State shared with the runner: policy version, heartbeat, stop / failed flags, the error."""
+
+    version = _LockedValue(int)
+    heartbeat = _LockedValue(float)
 
     def __init__(self, context: Any):
         self._version = context.Value("i", 0)
@@ -202,24 +226,6 @@ class _Shared:
         self.stop = context.Event()
         self.failed = context.Event()
         self.errors = context.Queue(1)
-
-    @property
-    def version(self) -> int:
-        return int(self._version.value)
-
-    @version.setter
-    def version(self, value: int) -> None:
-        with self._version.get_lock():
-            self._version.value = int(value)
-
-    @property
-    def heartbeat(self) -> float:
-        return float(self._heartbeat.value)
-
-    @heartbeat.setter
-    def heartbeat(self, value: float) -> None:
-        with self._heartbeat.get_lock():
-            self._heartbeat.value = float(value)
 
 
 # --------------------------------------------------------------------------- the runner

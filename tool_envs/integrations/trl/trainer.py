@@ -57,6 +57,7 @@ import os
 import shutil
 import tempfile
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -149,17 +150,19 @@ class ToolEnvsVLLMGeneration(trl_compat.vllm_generation_class()):  # type: ignor
         self._reload_method = "reload_weights"
         super().__init__(**kwargs)
 
+    def _per_sync(
+        self, reload: Callable[[], None], http: Callable[[], None], trl: Callable[[], None]
+    ) -> None:
+        """Run the step that belongs to the run's weight sync: ``reload_weights``, ``http``, or
+        TRL's own for any other."""
+        {"reload_weights": reload, "http": http}.get(self.weight_sync, trl)()
+
     # ------------------------------------------------------------------ engine start
 
     def _init_vllm(self) -> None:
         if self.mode == "colocate" and self.accelerator.num_processes == 1:
             claim_rendezvous_port()
-        if self.weight_sync == "reload_weights":
-            self._init_cpu_colocate()
-        elif self.weight_sync == "http":
-            self._init_http_server()
-        else:
-            super()._init_vllm()
+        self._per_sync(self._init_cpu_colocate, self._init_http_server, super()._init_vllm)
 
     def _init_cpu_colocate(self) -> None:
         """TRL's colocate start, with the policy's dtype, eager mode and the CPU settings.
@@ -220,12 +223,7 @@ class ToolEnvsVLLMGeneration(trl_compat.vllm_generation_class()):  # type: ignor
 
     def sync_weights(self) -> None:
         """Push the policy's current weights to vLLM with the run's sync."""
-        if self.weight_sync == "reload_weights":
-            self._sync_colocated_reload()
-        elif self.weight_sync == "http":
-            self._sync_over_http()
-        else:
-            super().sync_weights()
+        self._per_sync(self._sync_colocated_reload, self._sync_over_http, super().sync_weights)
 
     def _sync_colocated_reload(self) -> None:
         """:func:`reload_colocated` from TRL's parameter stream, in this process."""

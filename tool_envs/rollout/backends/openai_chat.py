@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from tool_envs.core.helper_models import api_error_message
+
 __all__ = ["ChatTurn", "OpenAIChatBackend", "to_api_messages"]
 
 # Keys the chat API's message schemas define, per role; anything else (our bookkeeping, reasoning
@@ -209,15 +211,5 @@ class OpenAIChatBackend:
                 message={"role": "assistant", "content": ""},
                 native_tools=self.native_tools,
                 error=f"the API rejected the conversation (HTTP {exc.status_code}): "
-                + _api_message(exc),
+                + api_error_message(exc, limit=None),
             )
-
-
-def _api_message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        error = body.get("error")
-        message = body.get("message") or (error.get("message") if isinstance(error, dict) else None)
-        if message:
-            return str(message)
-    return str(exc)

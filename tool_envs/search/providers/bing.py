@@ -9,17 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tool_envs.search.base import SearchResult
-from tool_envs.search.providers._errors import wants_results
-from tool_envs.search.providers._httpx import (
-    KeyedHTTPProvider,
-    request_json,
-    require,
-)
+from tool_envs.search.providers._httpx import KeyedHTTPProvider, request_json, require
 
 SERVICE = "Bing"
 DEFAULT_BASE_URL = "https://api.bing.microsoft.com"
-MAX_RESULTS = 50  # Bing's largest `count`
 
 
 class BingProvider(KeyedHTTPProvider):
@@ -36,22 +29,24 @@ class BingProvider(KeyedHTTPProvider):
     name = "bing"
     service = SERVICE
     key_header = "Ocp-Apim-Subscription-Key"
+    key_env = "BING_API_KEY"
+    default_base_url = DEFAULT_BASE_URL
+    max_count = 50  # Bing's largest `count`
+    result_fields = ("name", "url", "snippet")
 
     def __init__(
         self,
         api_key: str | None = None,
-        api_key_env: str = "BING_API_KEY",
-        base_url: str = DEFAULT_BASE_URL,
+        api_key_env: str = key_env,
+        base_url: str = default_base_url,
         market: str | None = None,
         timeout: float = 30.0,
     ):
         super().__init__(api_key, api_key_env, base_url, timeout)
         self.market = market
 
-    def search(self, query: str, max_results: int) -> list[SearchResult]:
-        if not wants_results(query, max_results):
-            return []
-        params: dict[str, Any] = {"q": query, "count": min(max_results, MAX_RESULTS)}
+    def _hits(self, query: str, count: int) -> list[Any]:
+        params: dict[str, Any] = {"q": query, "count": count}
         if self.market:
             params["mkt"] = self.market
         url = f"{self.base_url}/v7.0/search"
@@ -60,15 +55,7 @@ class BingProvider(KeyedHTTPProvider):
         pages = data.get("webPages") or {}
         hits = pages.get("value", []) if isinstance(pages, dict) else None
         require(isinstance(hits, list), SERVICE, "'webPages.value' is not a list")
-        return [
-            SearchResult(
-                title=str(hit.get("name") or ""),
-                url=str(hit.get("url") or ""),
-                snippet=str(hit.get("snippet") or ""),
-            )
-            for hit in hits[:max_results]
-            if isinstance(hit, dict)
-        ]
+        return hits
 
     def cache_params(self) -> dict[str, Any]:
         return {"base_url": self.base_url, "market": self.market}

@@ -8,60 +8,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from tool_envs.search.base import SearchResult
-from tool_envs.search.providers._errors import wants_results
-from tool_envs.search.providers._httpx import (
-    KeyedHTTPProvider,
-    request_json,
-    require,
-)
+from tool_envs.search.providers._httpx import KeyedHTTPProvider, request_json, require
 
 SERVICE = "Serper"
 DEFAULT_BASE_URL = "https://google.serper.dev"
-MAX_RESULTS = 100  # Serper's largest `num`
 
 
 class SerperProvider(KeyedHTTPProvider):
-    """Web search through Serper.
-
-    Args:
-        api_key: the key; when None it is read from ``$api_key_env`` at first use.
-        api_key_env: the environment variable that holds the key.
-        base_url: the API root; tests point it at a local server.
-        timeout: seconds to wait for one request.
-    """
+    """Web search through Serper; the arguments are :class:`KeyedHTTPProvider`'s (the key in
+    ``$SERPER_API_KEY`` by default)."""
 
     name = "serper"
     service = SERVICE
     key_header = "X-API-KEY"
+    key_env = "SERPER_API_KEY"
+    default_base_url = DEFAULT_BASE_URL
+    max_count = 100  # Serper's largest `num`
+    result_fields = ("title", "link", "snippet")
 
-    def __init__(
-        self,
-        api_key: str | None = None,
-        api_key_env: str = "SERPER_API_KEY",
-        base_url: str = DEFAULT_BASE_URL,
-        timeout: float = 30.0,
-    ):
-        super().__init__(api_key, api_key_env, base_url, timeout)
-
-    def search(self, query: str, max_results: int) -> list[SearchResult]:
-        if not wants_results(query, max_results):
-            return []
-        body = {"q": query, "num": min(max_results, MAX_RESULTS)}
+    def _hits(self, query: str, count: int) -> list[Any]:
+        body = {"q": query, "num": count}
         data = request_json(
             self._client_now(), SERVICE, "POST", f"{self.base_url}/search", json=body
         )
         hits = data.get("organic", []) if isinstance(data, dict) else None
         require(isinstance(hits, list), SERVICE, "no 'organic' list")
-        return [
-            SearchResult(
-                title=str(hit.get("title") or ""),
-                url=str(hit.get("link") or ""),
-                snippet=str(hit.get("snippet") or ""),
-            )
-            for hit in hits[:max_results]
-            if isinstance(hit, dict)
-        ]
+        return hits
 
     def cache_params(self) -> dict[str, Any]:
         return {"base_url": self.base_url}

@@ -18,7 +18,7 @@ import os
 import secrets
 import socket
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -297,6 +297,16 @@ class RayEnvServers:
         """The servers' actor handles, in the order of :attr:`urls`."""
         return [server.actor for server in self._servers]
 
+    def _on_every_actor(self, ray: Any, call: Callable[[Any], Any]) -> None:
+        """``call(actor)`` on every server's actor, then wait (up to 30 s) for all of them; an
+        actor that fails or is gone is passed over: stopping goes on with the others."""
+        pending = []
+        for server in self._servers:
+            with contextlib.suppress(Exception):
+                pending.append(call(server.actor))
+        with contextlib.suppress(Exception):
+            ray.wait(pending, num_returns=len(pending), timeout=30)
+
     def stop(self) -> None:
         """Stop every server (sessions closed), kill its actor, and shut Ray down where it was
         started or connected here; idempotent."""
@@ -305,20 +315,10 @@ class RayEnvServers:
         with contextlib.suppress(ImportError):
             import ray
 
-            stopping = []
-            for server in self._servers:
-                with contextlib.suppress(Exception):
-                    stopping.append(server.actor.stop.remote())
-            with contextlib.suppress(Exception):
-                ray.wait(stopping, num_returns=len(stopping), timeout=30)
+            self._on_every_actor(ray, lambda actor: actor.stop.remote())
             # Exit each actor and wait until it has: when stop() returns, none is left (a bare
             # ray.kill only asks, and the actor could still answer a call after it).
-            exiting = []
-            for server in self._servers:
-                with contextlib.suppress(Exception):
-                    exiting.append(server.actor.__ray_terminate__.remote())
-            with contextlib.suppress(Exception):
-                ray.wait(exiting, num_returns=len(exiting), timeout=30)
+            self._on_every_actor(ray, lambda actor: actor.__ray_terminate__.remote())
             for server in self._servers:  # one that did not exit in time
                 with contextlib.suppress(Exception):
                     ray.kill(server.actor, no_restart=True)

@@ -29,14 +29,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 from typing import Any
 
 from tool_envs.core.helper_models import (
     DEFAULT_MAX_TOKENS,
+    ClientOnFirstUse,
     HelperReply,
     chat,
-    make_client,
     require_api_key,
 )
 from tool_envs.core.parsers.base import ToolCall
@@ -106,7 +105,7 @@ def _setting(value: Any, variable: str, default: Any = None) -> Any:
     return value if value is not None else os.environ.get(variable, default)
 
 
-class LLMUser(UserSimulator):
+class LLMUser(UserSimulator, ClientOnFirstUse):
     """A simulated user behind an OpenAI-compatible chat endpoint.
 
     Args:
@@ -171,8 +170,7 @@ class LLMUser(UserSimulator):
         self.max_device_rounds = max_device_rounds
         self.prices = price_per_million or PRICES_PER_MILLION.get(self.model, (0.0, 0.0))
         self.usage = UserUsage()
-        self._client: Any = None
-        self._client_lock = threading.Lock()
+        self._no_client_yet()
         self._instruction = ""
         self._history: list[dict[str, Any]] = []
         self._device: DeviceTools | None = None
@@ -212,19 +210,7 @@ class LLMUser(UserSimulator):
         return self._history[0]["content"] if self._history else ""
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_client"] = None
-        state["_client_lock"] = None
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._client_lock = threading.Lock()
+        self._close_client()
 
     # -- calls -----------------------------------------------------------------------------------
     def _answer(self) -> str:
@@ -312,17 +298,6 @@ class LLMUser(UserSimulator):
         self.usage.cost_usd += (
             reply.prompt_tokens * self.prices[0] + reply.completion_tokens * self.prices[1]
         ) / 1e6
-
-    def _get_client(self) -> Any:
-        with self._client_lock:
-            if self._client is None:
-                self._client = make_client(
-                    api_key=self.api_key,
-                    base_url=self.base_url,
-                    max_retries=self.max_retries,
-                    timeout=self.timeout,
-                )
-            return self._client
 
 
 def _after_response_marker(text: str) -> str:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tool_envs._httpx import httpx
+from tool_envs.core.closing import ClosedOnExit
 from tool_envs.errors import VLLMStartError
 
 __all__ = [
@@ -258,7 +259,7 @@ def _start_server_process(
     return _spawner.submit(start).result()
 
 
-class VLLMServerProcess:
+class VLLMServerProcess(ClosedOnExit):
     """A ``vllm serve``-equivalent process on 127.0.0.1, stopped on ``close()`` / context exit.
 
     Started with ``VLLM_SERVER_DEV_MODE=1`` so the dev endpoints a CPU weight sync uses
@@ -364,9 +365,3 @@ class VLLMServerProcess:
                 pass
         self._log.close()
         self.log_path.unlink(missing_ok=True)
-
-    def __enter__(self) -> VLLMServerProcess:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from tool_envs._httpx import aiter_sse, httpx, is_event_stream
+from tool_envs.core.closing import ClosedOnExit
 from tool_envs.rollout.backends.base import (
     LOGPROB_DEFINITION,
     Generation,
@@ -74,7 +75,7 @@ def _api_base(base_url: str) -> str:
     return base if base.endswith("/v1") else base + "/v1"
 
 
-class VLLMServerBackend:
+class VLLMServerBackend(ClosedOnExit):
     """Generates through a vLLM server's OpenAI-compatible ``/v1/completions`` with token prompts.
 
     At construction it asks the server ``GET /v1/models`` for the model name and its
@@ -216,12 +217,6 @@ class VLLMServerBackend:
         """Close the HTTP client if this backend created it."""
         if self._owns_client:
             self._client.close()
-
-    def __enter__(self) -> VLLMServerBackend:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def payload(
         self,

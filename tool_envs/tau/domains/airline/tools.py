@@ -26,6 +26,23 @@ from tool_envs.tau.domains.airline.records import Cabin
 from tool_envs.tau.tools import DomainTools
 
 _PASSENGER_FIELDS = ("first_name", "last_name", "dob")
+
+
+def _objects_with(value: Any, item: str, fields: tuple[str, ...]) -> list[dict[str, Any]]:
+    """``value`` checked to be a non-empty list of objects with exactly ``fields``: a model
+    that sends anything else reads which ``item`` was wrong and what it should have been."""
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"{item}s must be a non-empty list of {{{', '.join(fields)}}}")
+    quoted = [f"'{field}'" for field in fields]
+    exactly = f"{', '.join(quoted[:-1])} and {quoted[-1]}"
+    for entry in value:
+        if not isinstance(entry, dict) or set(entry) != set(fields):
+            raise ValueError(
+                f"each {item} must be an object with exactly {exactly}, got {json.dumps(entry)}"
+            )
+    return value
+
+
 _AIRPORT_TEXT = format_result([{"iata": code, "city": city} for code, city in AIRPORTS.items()])
 _ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 _PAYMENT_LIMITS = {"certificate": 1, "credit_card": 1, "gift_card": 3}
@@ -93,17 +110,8 @@ class AirlineTools(DomainTools):
 
     @staticmethod
     def _flight_refs(flights: Any) -> list[tuple[str, str]]:
-        if not isinstance(flights, list) or not flights:
-            raise ValueError("flights must be a non-empty list of {flight_number, date}")
-        refs = []
-        for item in flights:
-            if not isinstance(item, dict) or set(item) != {"flight_number", "date"}:
-                raise ValueError(
-                    f"each flight must be an object with exactly 'flight_number' and 'date', "
-                    f"got {json.dumps(item)}"
-                )
-            refs.append((str(item["flight_number"]), str(item["date"])))
-        return refs
+        items = _objects_with(flights, "flight", ("flight_number", "date"))
+        return [(str(item["flight_number"]), str(item["date"])) for item in items]
 
     def _check_itinerary(
         self, segments: list[dict[str, Any]], origin: str, destination: str, flight_type: str
@@ -150,15 +158,8 @@ class AirlineTools(DomainTools):
 
     @staticmethod
     def _passengers(passengers: Any) -> list[dict[str, str]]:
-        if not isinstance(passengers, list) or not passengers:
-            raise ValueError("passengers must be a non-empty list of {first_name, last_name, dob}")
         cleaned = []
-        for person in passengers:
-            if not isinstance(person, dict) or set(person) != set(_PASSENGER_FIELDS):
-                raise ValueError(
-                    "each passenger must be an object with exactly 'first_name', 'last_name' "
-                    f"and 'dob', got {json.dumps(person)}"
-                )
+        for person in _objects_with(passengers, "passenger", _PASSENGER_FIELDS):
             if not all(isinstance(person[k], str) and person[k].strip() for k in person):
                 raise ValueError(f"passenger fields must be non-empty strings: {person}")
             try:

@@ -39,7 +39,7 @@ import datetime as dt
 import random
 from typing import Any
 
-from tool_envs.tau.datagen import SeedTables
+from tool_envs.tau.datagen import SeedTables, table_rows
 
 Tables = dict[str, dict[str, dict[str, Any]]]
 
@@ -185,15 +185,8 @@ milk; Milk; 1-1; Whole milk, Oat milk +0.75, Almond milk +0.75, Skim milk
 
 def _option_groups() -> dict[str, tuple[str, int, int, tuple[tuple[str, float], ...]]]:
     """The option-group table as {key: (name, min, max, ((option, extra price), ...))}."""
-    rows: list[str] = []
-    for line in _GROUP_TABLE.strip().splitlines():
-        if line.startswith(" "):
-            rows[-1] += " " + line.strip()
-        else:
-            rows.append(line)
     groups = {}
-    for row in rows:
-        key, name, bounds, options = (part.strip() for part in row.split(";"))
+    for key, name, bounds, options in table_rows(_GROUP_TABLE):
         low, high = (int(n) for n in bounds.split("-"))
         parsed = []
         for option in options.split(", "):

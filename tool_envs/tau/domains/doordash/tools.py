@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from typing import Any
 
 from tool_envs.core.tools import tool
@@ -197,11 +198,10 @@ class DoordashTools(DomainTools):
         Args:
             restaurant_id: The restaurant id, such as 'rst_1234'.
         """
-        restaurant = self._restaurant(restaurant_id)
-        return self._cached(
-            ("restaurant", restaurant_id),
-            [("restaurants", restaurant_id, restaurant)],
-            lambda: {key: value for key, value in restaurant.items() if key != "menu"},
+        return self._restaurant_text(
+            restaurant_id,
+            "restaurant",
+            lambda restaurant: {key: value for key, value in restaurant.items() if key != "menu"},
         )
 
     @tool
@@ -213,11 +213,8 @@ class DoordashTools(DomainTools):
         Args:
             restaurant_id: The restaurant id, such as 'rst_1234'.
         """
-        restaurant = self._restaurant(restaurant_id)
-        return self._cached(
-            ("menu", restaurant_id),
-            [("restaurants", restaurant_id, restaurant)],
-            lambda: list(restaurant["menu"].values()),
+        return self._restaurant_text(
+            restaurant_id, "menu", lambda restaurant: list(restaurant["menu"].values())
         )
 
     @tool
@@ -259,14 +256,7 @@ class DoordashTools(DomainTools):
         lines = {line["line_id"]: line for line in order["items"]}
         new_lines: dict[str, Record | None] = {}
         for change in changes:
-            if not isinstance(change, dict) or "line_id" not in change:
-                raise ValueError(
-                    'each change must be an object like {"line_id": "L1", "quantity": 2, '
-                    '"option_ids": [...]}'
-                )
-            unknown = sorted(set(change) - {"line_id", "quantity", "option_ids"})
-            if unknown:
-                raise ValueError(f"unknown field(s) in a change: {', '.join(unknown)}")
+            _check_entry(change, "a change", "line_id", '"L1", "quantity": 2')
             line_id = change["line_id"]
             line = lines.get(line_id)
             if line is None:
@@ -327,14 +317,7 @@ class DoordashTools(DomainTools):
         position = {item_id: index for index, item_id in enumerate(menu)}
         additions: list[tuple[Record, int, list[Record]]] = []
         for entry in items:
-            if not isinstance(entry, dict) or "item_id" not in entry:
-                raise ValueError(
-                    'each item must be an object like {"item_id": "itm_12345", "quantity": 1, '
-                    '"option_ids": [...]}'
-                )
-            unknown = sorted(set(entry) - {"item_id", "quantity", "option_ids"})
-            if unknown:
-                raise ValueError(f"unknown field(s) in an item: {', '.join(unknown)}")
+            _check_entry(entry, "an item", "item_id", '"itm_12345", "quantity": 1')
             item = menu.get(entry["item_id"])
             if item is None:
                 raise ValueError(
@@ -635,6 +618,15 @@ class DoordashTools(DomainTools):
     def _restaurant(self, restaurant_id: str) -> Record:
         return self._record("restaurants", restaurant_id, "restaurant")
 
+    def _restaurant_text(self, restaurant_id: str, view: str, pick: Callable[[Record], Any]) -> str:
+        """``pick`` of a restaurant as text, serialised once while the restaurant is unchanged."""
+        restaurant = self._restaurant(restaurant_id)
+        return self._cached(
+            (view, restaurant_id),
+            [("restaurants", restaurant_id, restaurant)],
+            lambda: pick(restaurant),
+        )
+
     def _changeable(self, order_id: str, what: str) -> Record:
         order = self._order(order_id)
         if order["status"] not in CHANGEABLE_STATUSES:
@@ -665,6 +657,20 @@ class DoordashTools(DomainTools):
                 }
             )
         order["payment_history"] = history
+
+
+def _check_entry(entry: Any, name: str, key: str, example: str) -> None:
+    """One object of a list of order lines: it names its ``key`` and has no field beyond
+    ``key``, quantity and option_ids. ``name`` has its article ("an item"); ``example`` is what
+    follows the key in the message's example object."""
+    if not isinstance(entry, dict) or key not in entry:
+        noun = name.split()[-1]
+        raise ValueError(
+            f'each {noun} must be an object like {{"{key}": {example}, "option_ids": [...]}}'
+        )
+    unknown = sorted(set(entry) - {key, "quantity", "option_ids"})
+    if unknown:
+        raise ValueError(f"unknown field(s) in {name}: {', '.join(unknown)}")
 
 
 def _quantity(value: Any, *, allow_zero: bool) -> int:

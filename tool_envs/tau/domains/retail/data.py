@@ -30,7 +30,7 @@ import itertools
 import random
 from typing import Any
 
-from tool_envs.tau.datagen import SeedTables, new_id
+from tool_envs.tau.datagen import SeedTables, new_id, table_rows
 
 Tables = dict[str, dict[str, dict[str, Any]]]
 
@@ -115,15 +115,8 @@ Fountain Pen; 25-210; nib=fine/medium/broad; color=black/burgundy/green;
 
 def _catalogue() -> list[tuple[str, tuple[int, int], dict[str, tuple[str, ...]]]]:
     """The product table as (name, (lowest, highest) price, {option: values})."""
-    rows: list[str] = []
-    for line in _CATALOGUE_TABLE.strip().splitlines():
-        if line.startswith(" "):
-            rows[-1] += " " + line.strip()
-        else:
-            rows.append(line)
     catalogue = []
-    for row in rows:
-        name, prices, *options = (field.strip() for field in row.split(";"))
+    for name, prices, *options in table_rows(_CATALOGUE_TABLE):
         low, high = (int(price) for price in prices.split("-"))
         dimensions = {}
         for option in options:

@@ -46,7 +46,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from tool_envs.tau.datagen import SeedTables, new_id
+from tool_envs.tau.datagen import SeedTables, new_id, table_rows
 
 Tables = dict[str, dict[str, dict[str, Any]]]
 
@@ -154,10 +154,7 @@ _PROFILES: tuple[tuple[float, tuple[str, ...]], ...] = (
 def plans() -> dict[str, dict[str, Any]]:
     """The plan catalogue (fixed, not drawn from the seed)."""
     table: dict[str, dict[str, Any]] = {}
-    for line in _PLAN_TABLE.strip().splitlines():
-        plan_id, name, price, data, top_up, roaming, available = (
-            field.strip() for field in line.split(";")
-        )
+    for plan_id, name, price, data, top_up, roaming, available in table_rows(_PLAN_TABLE):
         data_mb, voice, sms = (float(value) for value in roaming.split(","))
         table[plan_id] = {
             "plan_id": plan_id,
