@@ -12,12 +12,13 @@ the weights of that step, as the transformers checks do.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from tool_envs.eval.heldout import HeldoutEvaluator, play_greedily
 from tool_envs.rollout.config import RolloutConfig
 from tool_envs.rollout.engine import Rollout
+from tool_envs.rollout.episode import TaskRows
 
 __all__ = ["ColocatedVLLMEvaluator"]
 
@@ -47,7 +48,7 @@ class ColocatedVLLMEvaluator(HeldoutEvaluator):
     def __init__(
         self,
         tokenizer: Any,
-        tasks: Sequence[Mapping[str, Any]],
+        tasks: TaskRows,
         config: RolloutConfig | None = None,
         *,
         model_path: str | os.PathLike[str],

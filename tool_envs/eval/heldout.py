@@ -27,6 +27,7 @@ from tool_envs.rollout.backends.base import GenerationBackend, SamplingSettings
 from tool_envs.rollout.backends.hf import TransformersBackend
 from tool_envs.rollout.config import RolloutConfig
 from tool_envs.rollout.engine import Rollout
+from tool_envs.rollout.episode import TaskRows
 from tool_envs.rollout.player import Policy, play
 from tool_envs.rollout.sft import gold_turns_of
 
@@ -49,7 +50,7 @@ EVAL_CONFIG = RolloutConfig(max_completion_length=256, max_tokens_per_turn=64)
 def greedy_outcomes(
     model: Any,
     tokenizer: Any,
-    tasks: Sequence[Mapping[str, Any]],
+    tasks: TaskRows,
     config: RolloutConfig = EVAL_CONFIG,
 ) -> list[int]:
     """Per-task greedy success (1 or 0) of ``model``, in task order (paired across models)."""
@@ -59,7 +60,7 @@ def greedy_outcomes(
 def greedy_rollouts(
     model: Any,
     tokenizer: Any,
-    tasks: Sequence[Mapping[str, Any]],
+    tasks: TaskRows,
     config: RolloutConfig = EVAL_CONFIG,
 ) -> list[Rollout]:
     """``model``'s greedy episodes of ``tasks``, in task order."""
@@ -78,7 +79,7 @@ def greedy_rollouts(
 def play_greedily(
     backend: GenerationBackend,
     tokenizer: Any,
-    tasks: Sequence[Mapping[str, Any]],
+    tasks: TaskRows,
     config: RolloutConfig = EVAL_CONFIG,
 ) -> list[Rollout]:
     """Greedy episodes of ``tasks`` from any generation backend (a vLLM server's, say, which
@@ -92,7 +93,7 @@ def successes(rollouts: Sequence[Rollout]) -> list[int]:
     return [int(bool(rollout.success)) for rollout in rollouts]
 
 
-def count_seen(tasks: Sequence[Mapping[str, Any]], seen: Sequence[Mapping[str, Any]]) -> int:
+def count_seen(tasks: TaskRows, seen: Sequence[Mapping[str, Any]]) -> int:
     """How many of ``tasks`` have the prompt of a row in ``seen`` (held out only in name)."""
     prompts = {json.dumps(row["prompt"], sort_keys=True) for row in seen}
     return sum(json.dumps(row["prompt"], sort_keys=True) in prompts for row in tasks)
@@ -105,12 +106,7 @@ class HeldoutEvaluator:
     a before/after pair) is on the same footing and can be compared or paired.
     """
 
-    def __init__(
-        self,
-        tokenizer: Any,
-        tasks: Sequence[Mapping[str, Any]],
-        config: RolloutConfig | None = None,
-    ):
+    def __init__(self, tokenizer: Any, tasks: TaskRows, config: RolloutConfig | None = None):
         self.tokenizer = tokenizer
         self.tasks = list(tasks)
         self.config = config or EVAL_CONFIG

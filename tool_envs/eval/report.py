@@ -16,6 +16,7 @@ from typing import Any
 
 from tool_envs.eval.metrics import is_success, summarize, user_fault_of
 from tool_envs.eval.result import EvalResult
+from tool_envs.rollout.episode import TaskRows
 
 __all__ = [
     "format_table",
@@ -99,7 +100,7 @@ def format_table(summary: Mapping[str, Any]) -> str:
     return table + ("\n\n" + format_user_faults(faults) if faults and checked else "")
 
 
-def format_user_faults(rows: Sequence[Mapping[str, Any]]) -> str:
+def format_user_faults(rows: TaskRows) -> str:
     """User faults per env and user strategy: trials, faulted trials, rate, and by kind."""
     header = ["env", "user", "trials", "user_faults", "rate", "by kind"]
     lines = [

@@ -35,6 +35,7 @@ from tool_envs.rollout.backends.base import (
 )
 from tool_envs.rollout.config import RolloutConfig
 from tool_envs.rollout.engine import EpisodeRunner, Rollout, _Episode
+from tool_envs.rollout.episode import Scripts, Seeds, TaskRows
 
 T = TypeVar("T")
 
@@ -109,20 +110,15 @@ class AsyncRolloutEngine(EpisodeRunner):
         self.process_cpu_seconds = 0.0
         self._active_runs = 0
 
-    def run(
-        self,
-        tasks: Sequence[Mapping[str, Any]],
-        seeds: Sequence[int | None] | None = None,
-        scripts: Sequence[Sequence[str] | None] | None = None,
-    ) -> list[Rollout]:
+    def run(self, tasks: TaskRows, seeds: Seeds = None, scripts: Scripts = None) -> list[Rollout]:
         """Play each task row once; a blocking call usable with or without a running loop."""
         return run_blocking(self.arun(tasks, seeds, scripts))
 
     async def arun(
         self,
-        tasks: Sequence[Mapping[str, Any]],
-        seeds: Sequence[int | None] | None = None,
-        scripts: Sequence[Sequence[str] | None] | None = None,
+        tasks: TaskRows,
+        seeds: Seeds = None,
+        scripts: Scripts = None,
     ) -> list[Rollout]:
         """Play each task row once, every episode concurrently (see :meth:`run`).
 

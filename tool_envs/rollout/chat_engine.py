@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +46,7 @@ from tool_envs.registration import env_kwargs_for, registered_id
 from tool_envs.rollout.agents import Agent, EpisodeResult
 from tool_envs.rollout.config import RolloutConfig
 from tool_envs.rollout.env_pool import EnvPool
+from tool_envs.rollout.episode import Scripts, Seeds, TaskRows
 
 __all__ = ["ChatEngine", "ChatEpisode", "acquire_env"]
 
@@ -167,8 +168,8 @@ class ChatEngine:
 
     def stream(
         self,
-        rows: Sequence[Mapping[str, Any]],
-        seeds: Sequence[int | None] | None = None,
+        rows: TaskRows,
+        seeds: Seeds = None,
         *,
         stop: threading.Event | None = None,
         abandon: threading.Event | None = None,
@@ -184,7 +185,7 @@ class ChatEngine:
 
     def _stream(
         self,
-        rows: Sequence[Mapping[str, Any]],
+        rows: TaskRows,
         seeds: list[int | None],
         stop: threading.Event,
         abandon: threading.Event | None,
@@ -223,9 +224,9 @@ class ChatEngine:
 
     def run(
         self,
-        rows: Sequence[Mapping[str, Any]],
-        seeds: Sequence[int | None] | None = None,
-        scripts: Sequence[Sequence[str] | None] | None = None,
+        rows: TaskRows,
+        seeds: Seeds = None,
+        scripts: Scripts = None,
     ) -> list[ChatEpisode]:
         """Play each row once and return the episodes in row order. The first error a row's
         play stops on is raised once the episodes in flight have ended (at their next turn)."""
@@ -323,9 +324,7 @@ class ChatEngine:
         self.close()
 
 
-def _checked_seeds(
-    rows: Sequence[Mapping[str, Any]], seeds: Sequence[int | None] | None
-) -> list[int | None]:
+def _checked_seeds(rows: TaskRows, seeds: Seeds) -> list[int | None]:
     if seeds is not None and len(seeds) != len(rows):
         raise ValueError(f"got {len(seeds)} seeds for {len(rows)} tasks")
     return list(seeds) if seeds is not None else [None] * len(rows)

@@ -45,6 +45,7 @@ from tool_envs.rollout.backends.base import (
 )
 from tool_envs.rollout.config import RolloutConfig as RolloutConfig
 from tool_envs.rollout.env_pool import EnvPool as EnvPool
+from tool_envs.rollout.episode import Scripts, Seeds, TaskRows
 from tool_envs.rollout.template import ChatTemplateRenderer
 
 gym.register_envs(tool_envs)
@@ -199,9 +200,9 @@ class EpisodeRunner(ClosedOnExit):
 
     @staticmethod
     def _check_inputs(
-        tasks: Sequence[Mapping[str, Any]],
-        seeds: Sequence[int | None] | None,
-        scripts: Sequence[Sequence[str] | None] | None,
+        tasks: TaskRows,
+        seeds: Seeds,
+        scripts: Scripts,
     ) -> tuple[list[int | None], list[Sequence[str] | None]]:
         count = len(tasks)
         for name, values in (("seeds", seeds), ("scripts", scripts)):
@@ -412,12 +413,7 @@ class RolloutEngine(EpisodeRunner):
         super().__init__(tokenizer, backend, settings, config)
         self.generation_calls = 0
 
-    def run(
-        self,
-        tasks: Sequence[Mapping[str, Any]],
-        seeds: Sequence[int | None] | None = None,
-        scripts: Sequence[Sequence[str] | None] | None = None,
-    ) -> list[Rollout]:
+    def run(self, tasks: TaskRows, seeds: Seeds = None, scripts: Scripts = None) -> list[Rollout]:
         """Play each task row once (repeat rows, with equal seeds, for a GRPO group).
 
         ``scripts[i]``, when given, replaces generation for episode ``i``: its assistant turns are

@@ -11,9 +11,17 @@ void rule serve both.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, TypeAlias
 
 from tool_envs.core.messages import Message
+
+TaskRows: TypeAlias = Sequence[Mapping[str, Any]]
+"""Task rows (the task row schema: ``prompt``, ``env_id``, ``extra_info``), one episode each."""
+Seeds: TypeAlias = Sequence[int | None] | None
+"""One reset seed per row (None lets that env draw its own); None for every row."""
+Scripts: TypeAlias = Sequence[Sequence[str] | None] | None
+"""Per row, policy turns that replace generation (gold turns, for SFT), or None."""
 
 
 class Episode(Protocol):

@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -50,7 +50,7 @@ from tool_envs.rollout.chat_engine import ChatEngine, ChatEpisode
 from tool_envs.rollout.choice import KINDS, EngineKind, check_choice, make_engine
 from tool_envs.rollout.config import RolloutConfig
 from tool_envs.rollout.engine import Rollout
-from tool_envs.rollout.episode import Episode
+from tool_envs.rollout.episode import Episode, Scripts, Seeds, TaskRows
 from tool_envs.rollout.metrics import episode_metrics, episode_summary
 
 RewardFunc = Callable[..., Sequence[float | None]]
@@ -274,23 +274,17 @@ class Player(ClosedOnExit):
             agent=policy.agent,
         )
 
-    def play(
-        self,
-        rows: Sequence[Mapping[str, Any]],
-        seeds: Sequence[int | None] | None = None,
-        *,
-        scripts: Sequence[Sequence[str] | None] | None = None,
-    ) -> Played:
+    def play(self, rows: TaskRows, seeds: Seeds = None, *, scripts: Scripts = None) -> Played:
         """Play each row once (repeat rows, with equal seeds, for a GRPO group); ``scripts[i]``,
         when given, replaces generation for episode ``i`` (gold turns, for SFT)."""
         return self._played(self.engine.run(rows, seeds, scripts))
 
     async def aplay(
         self,
-        rows: Sequence[Mapping[str, Any]],
-        seeds: Sequence[int | None] | None = None,
+        rows: TaskRows,
+        seeds: Seeds = None,
         *,
-        scripts: Sequence[Sequence[str] | None] | None = None,
+        scripts: Scripts = None,
     ) -> Played:
         """:meth:`play` on a running event loop (asynchronous engine only; several batches may
         play at once, as the async worker's groups do)."""
@@ -303,8 +297,8 @@ class Player(ClosedOnExit):
 
     def stream(
         self,
-        rows: Sequence[Mapping[str, Any]],
-        seeds: Sequence[int | None] | None = None,
+        rows: TaskRows,
+        seeds: Seeds = None,
         *,
         stop: threading.Event | None = None,
         abandon: threading.Event | None = None,
@@ -356,14 +350,14 @@ class Player(ClosedOnExit):
 
 
 def play(
-    rows: Sequence[Mapping[str, Any]],
-    seeds: Sequence[int | None] | None,
+    rows: TaskRows,
+    seeds: Seeds,
     policy: Policy,
     settings: RolloutConfig | None = None,
     *,
     reward_funcs: Sequence[RewardFunc] = (),
     reward_weights: Sequence[float] | None = None,
-    scripts: Sequence[Sequence[str] | None] | None = None,
+    scripts: Scripts = None,
 ) -> Played:
     """Play ``rows`` once each with ``policy`` under ``settings`` and score them: one batch of a
     :class:`Player` (use a Player to play several batches on one env pool)."""

@@ -20,10 +20,11 @@ import gymnasium as gym
 from tool_envs.core.parsers.hermes import CLOSE_TAG, OPEN_TAG
 from tool_envs.rollout.config import RolloutConfig
 from tool_envs.rollout.engine import Rollout
+from tool_envs.rollout.episode import TaskRows
 from tool_envs.rollout.player import Player, Policy
 
 
-def gold_turns_of(tasks: Sequence[Mapping[str, Any]]) -> list[list[str] | None]:
+def gold_turns_of(tasks: TaskRows) -> list[list[str] | None]:
     """Each task's gold assistant turns, from its env's ``gold_turns``; None where it has none."""
     envs: dict[str, gym.Env] = {}
     golds = []
@@ -39,7 +40,7 @@ def gold_turns_of(tasks: Sequence[Mapping[str, Any]]) -> list[list[str] | None]:
     return golds
 
 
-def gold_scripts(tasks: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+def gold_scripts(tasks: TaskRows) -> list[list[str]]:
     """Each task's gold assistant turns; a task whose env has no gold is an error."""
     scripts = gold_turns_of(tasks)
     for index, turns in enumerate(scripts):
@@ -115,7 +116,7 @@ TRIES = (malformed_call, miscopied_call)
 
 
 def with_recovery(
-    tasks: Sequence[Mapping[str, Any]], scripts: Sequence[list[str]], share: float, seed: int
+    tasks: TaskRows, scripts: Sequence[list[str]], share: float, seed: int
 ) -> tuple[list[list[str]], list[set[int]]]:
     """Scripts where ``share`` of the tool-call turns follow a failed try of the same call.
 
@@ -165,7 +166,7 @@ def errors_of(rollout: Rollout) -> int:
 
 def play_tries(
     player: Player,
-    tasks: Sequence[Mapping[str, Any]],
+    tasks: TaskRows,
     plain: Sequence[list[str]],
     scripts: Sequence[list[str]],
     tries: Sequence[set[int]],
@@ -188,7 +189,7 @@ def play_tries(
 
 def gold_sft_rows(
     tokenizer: Any,
-    tasks: Sequence[Mapping[str, Any]],
+    tasks: TaskRows,
     config: RolloutConfig | None = None,
     recovery_share: float = 0.0,
     seed: int = 0,
@@ -216,7 +217,7 @@ def gold_sft_rows(
 
 def gold_sft_rows_in_processes(
     tokenizer: Any,
-    tasks: Sequence[Mapping[str, Any]],
+    tasks: TaskRows,
     config: RolloutConfig,
     workers: int,
     min_per_worker: int = 100,
@@ -256,7 +257,7 @@ def gold_sft_rows_in_processes(
 def _gold_rows_of_share(
     tokenizer: Any,
     config: RolloutConfig,
-    tasks: Sequence[Mapping[str, Any]],
+    tasks: TaskRows,
     recovery_share: float,
     seed: int,
 ) -> list[dict]:

@@ -39,13 +39,14 @@ import random
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tool_envs.integrations.trl import trl_compat
 from tool_envs.integrations.trl.rewards import env_reward
 from tool_envs.rollout.backends.base import SamplingSettings
 from tool_envs.rollout.config import RolloutConfig
+from tool_envs.rollout.episode import TaskRows
 from tool_envs.rollout.player import Played, RewardFunc, completion_messages
 from tool_envs.rollout.seeds import group_seed
 
@@ -78,7 +79,7 @@ class ToolEnvsRolloutWorker:
     def __init__(
         self,
         *,
-        tasks: Sequence[Mapping[str, Any]],
+        tasks: TaskRows,
         tokenizer: Any,
         vllm_server_url: str,
         num_generations: int = 8,

@@ -11,7 +11,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from tool_envs.integrations.trl.metrics_file import (
     start_new_run,
 )
 from tool_envs.rollout.config import RolloutConfig
+from tool_envs.rollout.episode import TaskRows
 
 SNAPSHOT_MEMORY_LIMIT = 1 << 30  # bytes of trainable weights 'auto' keeps in RAM; more go to disk
 
@@ -173,7 +174,7 @@ class EnvSuccessCallback(TrainerCallback):
     def __init__(
         self,
         tokenizer: Any,
-        tasks: Sequence[Mapping[str, Any]],
+        tasks: TaskRows,
         *,
         every_steps: int = 10,
         stop_at: float | None = None,

@@ -26,6 +26,7 @@ from tool_envs.data.sources import env_id_of_source
 from tool_envs.errors import EnvConfigError, EnvServerUnavailableError, TaskRowError
 from tool_envs.registration import env_kwargs_for, registered_id, resolve_env_id
 from tool_envs.rollout.config import RolloutConfig
+from tool_envs.rollout.episode import TaskRows
 from tool_envs.rollout.template_check import check_chat_template
 
 gym.register_envs(tool_envs)
@@ -133,7 +134,7 @@ class EnvOptions(TaskArguments):
             raise EnvConfigError(str(exc)) from exc
 
     def check_episodes(
-        self, tokenizer: Any, rows: Sequence[Mapping[str, Any]], config: RolloutConfig
+        self, tokenizer: Any, rows: TaskRows, config: RolloutConfig
     ) -> RolloutConfig:
         """``config`` (the run's :meth:`rollout_config`, its Ray servers started), once
         :func:`check_setup` found that the episodes of ``rows`` can run with it (a line
@@ -365,7 +366,7 @@ def import_function(spec: str) -> Any:
     return function
 
 
-def to_dataset(rows: Sequence[Mapping[str, Any]]) -> Any:
+def to_dataset(rows: TaskRows) -> Any:
     """A ``datasets.Dataset`` of rows in storage form (what ``load_dataset`` gives)."""
     import datasets
 
@@ -403,7 +404,7 @@ def parse_json_argument(name: str, text: str | Mapping[str, Any] | None) -> dict
 
 def check_setup(
     tokenizer: Any,
-    rows: Sequence[Mapping[str, Any]],
+    rows: TaskRows,
     env_kwargs: Mapping[str, Mapping[str, Any]],
     template_kwargs: Mapping[str, Any] | None = None,
     env_servers: Mapping[str, Any] | None = None,
@@ -458,7 +459,7 @@ def check_setup(
     return lines
 
 
-def preview(tokenizer: Any, rows: Sequence[Mapping[str, Any]], count: int) -> str:
+def preview(tokenizer: Any, rows: TaskRows, count: int) -> str:
     """The first ``count`` prompts as the model will see them (rendered with tools)."""
     from tool_envs.rollout.template import ChatTemplateRenderer
 
