@@ -1,5 +1,5 @@
 """Simulated users: ``scripted`` (offline), ``llm`` (OpenAI-compatible API), ``human``."""
 
-from tool_envs.tau.users.base import STOP, UserSimulator, UserUsage
+from tool_envs.tau.users.base import STOP, ScenarioUser, UserSimulator, UserUsage
 
-__all__ = ["STOP", "UserSimulator", "UserUsage"]
+__all__ = ["STOP", "ScenarioUser", "UserSimulator", "UserUsage"]

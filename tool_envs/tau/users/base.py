@@ -102,3 +102,26 @@ class UserSimulator(abc.ABC):
     def close(self) -> None:
         """Release clients or processes (none by default)."""
         return None
+
+
+class ScenarioUser(UserSimulator):
+    """A user that keeps what every built-in user keeps of an episode: its usage, its device
+    and its scenario's instruction, which :meth:`instructions` reports unless overridden.
+
+    A subclass's ``start`` calls ``super().start(...)`` first, then sets up its own play.
+    """
+
+    def __init__(self) -> None:
+        self.usage = UserUsage()
+        self.device: DeviceTools | None = None
+        self._scenario_instruction = ""
+
+    def start(
+        self, scenario: UserScenario, opening: str, device: DeviceTools | None = None
+    ) -> None:
+        self.usage = UserUsage()
+        self.device = device
+        self._scenario_instruction = scenario.instruction()
+
+    def instructions(self) -> str:
+        return self._scenario_instruction

@@ -8,10 +8,10 @@ from typing import TextIO
 
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.tau.task import UserScenario
-from tool_envs.tau.users.base import DeviceTools, UserSimulator, UserUsage
+from tool_envs.tau.users.base import DeviceTools, ScenarioUser
 
 
-class HumanUser(UserSimulator):
+class HumanUser(ScenarioUser):
     """Shows the scenario and each agent message, and reads the reply from ``stdin``.
 
     Type ``###STOP###`` (or end the input) to end the conversation.
@@ -22,16 +22,12 @@ class HumanUser(UserSimulator):
     def __init__(self, stdin: TextIO | None = None, stdout: TextIO | None = None):
         self.stdin = stdin or sys.stdin
         self.stdout = stdout or sys.stdout
-        self.usage = UserUsage()
-        self.device: DeviceTools | None = None
-        self._instructions = ""
+        super().__init__()
 
     def start(
         self, scenario: UserScenario, opening: str, device: DeviceTools | None = None
     ) -> None:
-        self.usage = UserUsage()
-        self.device = device
-        self._instructions = scenario.instruction()
+        super().start(scenario, opening, device)
         if device is not None:
             print(
                 "Your device's tools (type  !name {json arguments}  to use one): "
@@ -40,9 +36,6 @@ class HumanUser(UserSimulator):
             )
         print(f"--- You are the user ---\n{scenario.instruction()}", file=self.stdout)
         print(f"you (opening): {opening}", file=self.stdout)
-
-    def instructions(self) -> str:
-        return self._instructions
 
     def reply(self, agent_message: str) -> str:
         print(f"agent: {agent_message}", file=self.stdout)

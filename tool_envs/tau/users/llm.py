@@ -41,7 +41,7 @@ from tool_envs.core.helper_models import (
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.errors import EnvConfigError, InfrastructureError
 from tool_envs.tau.task import UserScenario
-from tool_envs.tau.users.base import STOP, DeviceTools, UserSimulator, UserUsage
+from tool_envs.tau.users.base import STOP, DeviceTools, ScenarioUser
 
 STRATEGIES = ("llm", "react", "verify", "reflection")
 DEFAULT_MODEL = "gpt-4o"
@@ -105,7 +105,7 @@ def _setting(value: Any, variable: str, default: Any = None) -> Any:
     return value if value is not None else os.environ.get(variable, default)
 
 
-class LLMUser(UserSimulator, ClientOnFirstUse):
+class LLMUser(ScenarioUser, ClientOnFirstUse):
     """A simulated user behind an OpenAI-compatible chat endpoint.
 
     Args:
@@ -169,20 +169,16 @@ class LLMUser(UserSimulator, ClientOnFirstUse):
             )
         self.max_device_rounds = max_device_rounds
         self.prices = price_per_million or PRICES_PER_MILLION.get(self.model, (0.0, 0.0))
-        self.usage = UserUsage()
+        super().__init__()
         self._no_client_yet()
-        self._instruction = ""
         self._history: list[dict[str, Any]] = []
-        self._device: DeviceTools | None = None
 
     # -- episode ---------------------------------------------------------------------------------
     def start(
         self, scenario: UserScenario, opening: str, device: DeviceTools | None = None
     ) -> None:
-        self.usage = UserUsage()
-        self._device = device
-        self._instruction = scenario.instruction()
-        system = RULES + self._instruction
+        super().start(scenario, opening, device)
+        system = RULES + self._scenario_instruction
         if self.strategy == "react":
             system += REACT_FORMAT
         self._history = [
@@ -240,13 +236,13 @@ class LLMUser(UserSimulator, ClientOnFirstUse):
             for m in self._history[1:]
         )
         prompt = VERIFY_PROMPT.format(
-            instruction=self._instruction, transcript=transcript, reply=answer
+            instruction=self._scenario_instruction, transcript=transcript, reply=answer
         )
         verdict = self._complete([{"role": "user", "content": prompt}])
         return verdict.strip().lower().startswith("yes")
 
     def _reflect(self, answer: str) -> str:
-        prompt = REFLECT_PROMPT.format(instruction=self._instruction, reply=answer)
+        prompt = REFLECT_PROMPT.format(instruction=self._scenario_instruction, reply=answer)
         messages = [*self._history, {"role": "user", "content": prompt}]
         return _after_response_marker(self._complete(messages))
 
@@ -254,7 +250,7 @@ class LLMUser(UserSimulator, ClientOnFirstUse):
         """One reply; with a device, the model may first call its tools (their turns are kept in
         ``messages`` so later replies see what the device showed), for at most
         ``max_device_rounds`` rounds, after which it must answer in words."""
-        tools = self._device.schemas if with_device and self._device is not None else None
+        tools = self.device.schemas if with_device and self.device is not None else None
         for _ in range(self.max_device_rounds if tools else 0):
             message = self._call(messages, tools=tools).message
             if not message.tool_calls:
@@ -280,7 +276,7 @@ class LLMUser(UserSimulator, ClientOnFirstUse):
         return reply
 
     def _use_device(self, call: Any) -> dict[str, Any]:
-        assert self._device is not None
+        assert self.device is not None
         try:
             arguments = json.loads(call.function.arguments or "{}")
         except json.JSONDecodeError:
@@ -288,7 +284,7 @@ class LLMUser(UserSimulator, ClientOnFirstUse):
         if not isinstance(arguments, dict):
             content = "Error: the arguments must be a JSON object"
         else:
-            content = self._device.call(ToolCall(call.function.name, arguments)).content
+            content = self.device.call(ToolCall(call.function.name, arguments)).content
         return {"role": "tool", "tool_call_id": call.id, "content": content}
 
     def _count(self, reply: HelperReply) -> None:

@@ -46,7 +46,7 @@ from collections.abc import Iterable, Mapping
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.tau.task import UserAction, UserScenario
 from tool_envs.tau.users.acts import Act, read_turn
-from tool_envs.tau.users.base import STOP, DeviceTools, UserSimulator, UserUsage
+from tool_envs.tau.users.base import STOP, DeviceTools, ScenarioUser
 from tool_envs.tau.users.reading import (
     DEFAULT_KEYWORDS,
     IDENTITY_FIELDS,
@@ -64,7 +64,7 @@ PATIENCE = 3
 _MAY_ACT = ("device", "ask", "open")
 
 
-class ScriptedUser(UserSimulator):
+class ScriptedUser(ScenarioUser):
     """Deterministic user for training and tests (see the module docstring for its rules).
 
     Args:
@@ -75,34 +75,27 @@ class ScriptedUser(UserSimulator):
     strategy = "scripted"
 
     def __init__(self, keywords: Mapping[str, Iterable[str]] | None = None):
+        super().__init__()
         self.extra_keywords = {field: tuple(words) for field, words in (keywords or {}).items()}
-        self.usage = UserUsage()
         self._scenario: UserScenario | None = None
         self._opening = ""
         self._known: list[tuple[str, str]] = []
         self._vocabulary: list[FieldWords] = []
-        self._instructions = ""
         self._given: set[str] = set()
         self._unanswered = 0
-        self._device: DeviceTools | None = None
         self._pending_actions: list[UserAction] = []
 
     def start(
         self, scenario: UserScenario, opening: str, device: DeviceTools | None = None
     ) -> None:
+        super().start(scenario, opening, device)
         self._scenario = scenario
         self._opening = opening or scenario.reason_for_call
-        self._device = device
         self._pending_actions = list(scenario.user_actions) if device is not None else []
-        self.usage = UserUsage()
         self._given = set()
         self._unanswered = 0
         self._vocabulary = vocabulary(scenario, self.extra_keywords)
-        self._instructions = scenario.instruction()
         self._known = list(scenario.known_info.items())
-
-    def instructions(self) -> str:
-        return self._instructions
 
     def read(self, agent_message: str) -> Reading:
         """What ``agent_message`` asks of this user (its scenario's fields, known ones first)."""
@@ -115,7 +108,7 @@ class ScriptedUser(UserSimulator):
             agent_message,
             self._vocabulary,
             known=len(self._known),
-            device=self._device is not None,
+            device=self.device is not None,
         )
 
     def wanted(self, reading: Reading) -> tuple[list[str], list[str]]:
@@ -205,7 +198,7 @@ class ScriptedUser(UserSimulator):
         can be asked for again); a look-only one (a tool without ``writes``) can be repeated.
         An action listed twice (reboot, then reboot again later) needs two requests.
         """
-        if self._device is None:
+        if self.device is None:
             return ""
         reports = []
         asked = []  # the same action listed twice (a second reboot) is done once per request
@@ -216,8 +209,8 @@ class ScriptedUser(UserSimulator):
         if loose and not asked:  # asked for an action in words the request rules do not see
             asked = [a for a in self._pending_actions if a.matches(agent_message)][:1]
         for action in asked:
-            outcome = self._device.call(ToolCall(action.name, dict(action.arguments)))
-            if outcome.error is None and self._device.toolset[action.name].writes:
+            outcome = self.device.call(ToolCall(action.name, dict(action.arguments)))
+            if outcome.error is None and self.device.toolset[action.name].writes:
                 self._pending_actions.remove(action)
             reports.append(
                 f"OK, I did that ({action.instruction}). My phone shows: {outcome.content}"
