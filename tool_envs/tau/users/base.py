@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from tool_envs.core.parsers.base import ToolCall
@@ -24,18 +24,12 @@ class UserUsage:
     cost_usd: float = 0.0
 
     def add(self, other: UserUsage) -> None:
-        self.calls += other.calls
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
-        self.cost_usd += other.cost_usd
+        for field in fields(self):
+            setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
 
     def as_dict(self) -> dict[str, float]:
-        return {
-            "calls": self.calls,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cost_usd": self.cost_usd,
-        }
+        """Every count by its field's name, in field order."""
+        return asdict(self)
 
 
 class DeviceTools:
