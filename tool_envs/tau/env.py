@@ -17,6 +17,7 @@ from tool_envs.core.parsers import ToolCallParser
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.core.tools import Toolset
 from tool_envs.errors import EnvConfigError
+from tool_envs.tau.checked_user import CheckedUser, StateOf
 from tool_envs.tau.db import Database
 from tool_envs.tau.domain import DatabaseTools, Domain, DomainTools
 from tool_envs.tau.gold import gold_conversation
@@ -28,15 +29,13 @@ from tool_envs.tau.task import (
     parse_reward_spec,
     parse_scenario,
 )
-from tool_envs.tau.users.base import STOP, DeviceTools, UserSimulator
+from tool_envs.tau.users.base import DeviceTools, UserSimulator
 from tool_envs.tau.users.faults import (
-    FAULT_KINDS,
     TaskState,
     UserFault,
     UserFaultCheck,
     fault_reward_info,
     stored_calls,
-    stored_instructions,
 )
 
 REWARD_BASES = ("db", "outputs", "actions")
@@ -86,7 +85,7 @@ def make_user(
     )
 
 
-class TauEnv(ToolEnv):
+class TauEnv(CheckedUser, ToolEnv):
     """A customer-service conversation under a written policy, graded on the final database.
 
     The agent sees the domain policy (system prompt) and the user's first message; it calls the
@@ -219,30 +218,14 @@ class TauEnv(ToolEnv):
             self._device.calls.clear()
         self._user_stopped = False
         self._keyed = None  # no call of this episode has an action key yet
-        opening = next((m["content"] for m in task["prompt"] if m["role"] == "user"), "")
-        self.user.start(self._scenario, opening, self._device)
-        self._user_fault = None
-        self._user_check = None
-        if self.check_user:
-            self._user_check = UserFaultCheck.of(
-                self._scenario, self.domain.user_keywords, self.user.instructions()
-            )
+        self._start_user(task, self._scenario, self._device)
         return self._tools
 
     def _on_reply(self, content: str) -> tuple[list[Message], bool]:
         answer = self.user.reply(content)
-        self._user_stopped = STOP in answer
-        if self._user_check is not None:
-            self._user_fault = self._user_check.check(
-                turn=self._turn,
-                agent_message=content,
-                reply=answer,
-                stopped=self._user_stopped,
-                before=self._messages[:-1],
-                state=self._task_state(),
-                device_outputs=self._device_outputs(),
-            )
-        return [user_message(answer)], self._user_stopped or self._user_fault is not None
+        self._user_stopped = self._ends_conversation(answer)
+        faulted = self._check_reply(content, answer, self._user_stopped)
+        return [user_message(answer)], self._user_stopped or faulted
 
     def _task_state(self) -> TaskState:
         """How far the task is, for the user check (see :class:`TaskState`)."""
@@ -262,27 +245,20 @@ class TauEnv(ToolEnv):
         ]
         return TaskState.of(made, missing, pending, (action.arguments for action in spec.actions))
 
-    def recheck_user(
-        self,
-        task: Mapping[str, Any],
-        messages: Sequence[Message],
-        device_calls: Sequence[Mapping[str, Any]] = (),
-    ) -> UserFault | None:
-        """The user fault of a stored conversation of ``task``, found as it would have been
-        while playing (``tool-envs check-users`` re-checks saved eval runs this way).
-        ``device_calls`` are the episode's ``reward_info["user_device_calls"]``."""
+    def _user_keywords(self) -> Mapping[str, tuple[str, ...]]:
+        return self.domain.user_keywords
+
+    def _stored_state(
+        self, task: Mapping[str, Any], device_calls: Sequence[Mapping[str, Any]]
+    ) -> StateOf:
         spec = parse_reward_spec(task["reward_spec"])
-        scenario = parse_scenario(task["extra_info"])
-        check = UserFaultCheck.of(
-            scenario, self.domain.user_keywords, stored_instructions(scenario)
-        )
         device = {action_key(c["name"], c.get("arguments") or {}) for c in device_calls}
 
         def state_of(before: Sequence[Message]) -> TaskState:
             made = {action_key(name, arguments) for name, arguments in stored_calls(before)}
             return self._state_of(spec, made | device, before)
 
-        return check.recheck(messages, device_calls, state_of, stops=(STOP,))
+        return state_of
 
     def _device_outputs(self) -> list[str]:
         return [outcome.content for _, outcome in self._device.calls] if self._device else []
@@ -329,7 +305,7 @@ class TauEnv(ToolEnv):
             reason="; ".join(failed) if failed else f"all checks passed ({ended})",
             user_usage=self.user.usage.as_dict(),
             user_strategy=self.user.strategy,
-            user_checks=list(FAULT_KINDS) if self.check_user else [],
+            user_checks=self._user_checks(),
         )
         return reward, info
 

@@ -29,6 +29,7 @@ from tool_envs.core.parsers import ToolCallParser
 from tool_envs.core.parsers.base import ToolCall
 from tool_envs.core.tools import Toolset
 from tool_envs.errors import EnvConfigError
+from tool_envs.tau.checked_user import CheckedUser, StateOf
 from tool_envs.tau.env import make_user
 from tool_envs.tau.task import parse_scenario
 from tool_envs.tau.users.base import STOP, DeviceTools, UserSimulator
@@ -39,7 +40,6 @@ from tool_envs.tau.users.faults import (
     UserFaultCheck,
     fault_reward_info,
     stored_calls,
-    stored_instructions,
 )
 from tool_envs.tau2.domains import (
     READ_ONLY_TYPES,
@@ -61,7 +61,7 @@ USER_STOPS = (STOP, "###TRANSFER###", "###OUT-OF-SCOPE###")
 TAU2_FAULT_KINDS = tuple(kind for kind in FAULT_KINDS if kind != "contradiction")
 
 
-class Tau2Env(ToolEnv):
+class Tau2Env(CheckedUser, ToolEnv):
     """One official tau2-bench task per episode, rewarded exactly as tau2's evaluator does.
 
     The episode ends when the user stops (``###STOP###``, ``###TRANSFER###`` or
@@ -101,6 +101,8 @@ class Tau2Env(ToolEnv):
     """
 
     domain_name: ClassVar[str]
+    user_stops = USER_STOPS
+    user_fault_kinds = TAU2_FAULT_KINDS
 
     def __init__(
         self,
@@ -196,14 +198,7 @@ class Tau2Env(ToolEnv):
         self._termination = None
         if self._device is not None:
             self._device.calls.clear()
-        opening = next((m["content"] for m in task["prompt"] if m["role"] == "user"), "")
-        self.user.start(scenario, opening, self._device)
-        self._user_fault = None
-        self._user_check = None
-        if self.check_user:
-            self._user_check = UserFaultCheck.of(
-                scenario, USER_KEYWORDS, self.user.instructions(), kinds=TAU2_FAULT_KINDS
-            )
+        self._start_user(task, scenario, self._device)
         self._judge_start = dict(getattr(self.nl_judge, "usage", None) or {})
         self._warn_if_judge_unused()
         return self._agent_tools
@@ -251,21 +246,14 @@ class Tau2Env(ToolEnv):
 
     def _on_reply(self, content: str) -> tuple[list[Message], bool]:
         answer = self.user.reply(content)
-        stopped = any(stop in answer for stop in USER_STOPS)
+        stopped = self._ends_conversation(answer)
         if self._termination is None and stopped:
             self._termination = "user_stop"
-        if self._user_check is not None:
-            self._user_fault = self._user_check.check(
-                turn=self._turn,
-                agent_message=content,
-                reply=answer,
-                stopped=stopped,
-                before=self._messages[:-1],
-                state=self._task_state(),
-                device_outputs=[c.content for _, c in self._calls if c.requestor == "user"],
-            )
-        done = self._termination is not None or self._user_fault is not None
-        return [user_message(answer)], done
+        faulted = self._check_reply(content, answer, stopped)
+        return [user_message(answer)], self._termination is not None or faulted
+
+    def _device_outputs(self) -> list[str]:
+        return [c.content for _, c in self._calls if c.requestor == "user"]
 
     def _task_state(self) -> TaskState:
         calls = [(c.requestor, c.name, c.arguments) for _, c in self._calls]
@@ -295,26 +283,20 @@ class Tau2Env(ToolEnv):
         ]
         return TaskState.of(made, missing, pending, (action.arguments for action in actions))
 
-    def recheck_user(
-        self,
-        task: Mapping[str, Any],
-        messages: Sequence[Message],
-        device_calls: Sequence[Mapping[str, Any]] = (),
-    ) -> UserFault | None:
-        """The user fault of a stored conversation of ``task``, found as it would have been
-        while playing (``tool-envs check-users``); see :meth:`TauEnv.recheck_user`."""
+    def _user_keywords(self) -> Mapping[str, tuple[str, ...]]:
+        return USER_KEYWORDS
+
+    def _stored_state(
+        self, task: Mapping[str, Any], device_calls: Sequence[Mapping[str, Any]]
+    ) -> StateOf:
         tau2 = tau2_task(self.domain_name, task)
-        scenario = parse_scenario(task["extra_info"])
-        check = UserFaultCheck.of(
-            scenario, USER_KEYWORDS, stored_instructions(scenario), kinds=TAU2_FAULT_KINDS
-        )
         device = [("user", c["name"], c.get("arguments") or {}) for c in device_calls]
 
         def state_of(before: Sequence[Message]) -> TaskState:
             made = [("assistant", name, arguments) for name, arguments in stored_calls(before)]
             return self._state_of(tau2, [*made, *device], before)
 
-        return check.recheck(messages, device_calls, state_of, stops=USER_STOPS)
+        return state_of
 
     def _compute_reward(self) -> tuple[float, dict[str, Any]]:
         if self._user_fault is not None:
@@ -338,7 +320,7 @@ class Tau2Env(ToolEnv):
         info.update(self._step_info())  # this episode's user and judge calls and tokens
         info.update(
             user_strategy=self.user.strategy,
-            user_checks=list(TAU2_FAULT_KINDS) if self.check_user else [],
+            user_checks=self._user_checks(),
         )
         if self._device is not None:
             info["user_device_calls"] = [
