@@ -22,19 +22,23 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from tool_envs.errors import EnvConfigError, InfrastructureError
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
+    "ApiFailure",
     "ClientOnFirstUse",
     "HelperFailure",
     "HelperReply",
     "api_error_message",
+    "api_failure",
     "chat",
     "describe_failure",
+    "explain_api_failure",
     "make_client",
     "request_chat",
     "require_api_key",
@@ -183,34 +187,70 @@ def _garbage(client: Any, who: str, detail: str) -> str:
     )
 
 
-def describe_failure(exc: Exception, client: Any, who: str, model: str | None) -> str:
-    """What failed and what to do, for each kind of ``openai`` error."""
+ApiFailure = Literal["timeout", "unreachable", "not_found", "refused", "status", "other"]
+"""The kinds of ``openai`` failure a caller explains differently (:func:`api_failure`)."""
+
+
+def api_failure(exc: Exception) -> ApiFailure:
+    """Which kind of ``openai`` failure ``exc`` is; the most specific first (a timeout is also a
+    connection error, a 404 or a refused key also an HTTP status error)."""
     import openai
 
-    url = client.base_url
+    kinds: tuple[tuple[ApiFailure, type | tuple[type, ...]], ...] = (
+        ("timeout", openai.APITimeoutError),
+        ("unreachable", openai.APIConnectionError),
+        ("not_found", openai.NotFoundError),
+        ("refused", (openai.AuthenticationError, openai.PermissionDeniedError)),
+        ("status", openai.APIStatusError),
+    )
+    return next((kind for kind, types in kinds if isinstance(exc, types)), "other")
+
+
+def explain_api_failure(
+    exc: Exception, url: Any, explanations: Mapping[ApiFailure, str], **fields: Any
+) -> str:
+    """The explanation of ``exc``'s kind (:func:`api_failure`), filled in: ``{url}``, ``{exc}``,
+    ``{error}`` (its class name), ``{cause}`` (what it was raised from, else itself),
+    ``{detail}`` (:func:`api_error_message`), ``{status}`` (its HTTP status) and ``fields``.
+
+    One classification for every caller, each with the advice its own users can act on (a
+    helper's settings, a CLI's flags)."""
+    return explanations[api_failure(exc)].format(
+        url=url,
+        exc=exc,
+        error=type(exc).__name__,
+        cause=exc.__cause__ or exc,
+        detail=api_error_message(exc),
+        status=getattr(exc, "status_code", None),
+        **fields,
+    )
+
+
+_HELPER_FAILURES: dict[ApiFailure, str] = {
+    "timeout": "the {who} at {url} did not answer within {timeout} s ({tries}); if the "
+    "server is slow, raise the timeout or lower max_tokens; if it is frozen, restart it",
+    "unreachable": "cannot reach the {who} at {url} ({cause}; {tries}); "
+    "is the server running, and is its base_url right?",
+    "not_found": "the {who} at {url} answered 404 for model {model!r} ({detail}); check the model "
+    "name the server serves, and that base_url ends where the API lives (often '/v1')",
+    "refused": "the {who} at {url} refused the API key (HTTP {status}: {detail})",
+    "status": "the {who} at {url} answered HTTP {status} ({detail}; {tries})",
+    "other": "the {who} at {url} failed: {error}: {exc}",
+}
+
+
+def describe_failure(exc: Exception, client: Any, who: str, model: str | None) -> str:
+    """What failed and what to do, for each kind of ``openai`` error."""
     attempts = client.max_retries + 1
-    tries = f"{attempts} {'try' if attempts == 1 else 'tries'}"
-    if isinstance(exc, openai.APITimeoutError):
-        return (
-            f"the {who} at {url} did not answer within {client.timeout} s ({tries}); if the "
-            "server is slow, raise the timeout or lower max_tokens; if it is frozen, restart it"
-        )
-    if isinstance(exc, openai.APIConnectionError):
-        return (
-            f"cannot reach the {who} at {url} ({exc.__cause__ or exc}; {tries}); "
-            "is the server running, and is its base_url right?"
-        )
-    detail = api_error_message(exc)
-    if isinstance(exc, openai.NotFoundError):
-        return (
-            f"the {who} at {url} answered 404 for model {model!r} ({detail}); check the model "
-            "name the server serves, and that base_url ends where the API lives (often '/v1')"
-        )
-    if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
-        return f"the {who} at {url} refused the API key (HTTP {exc.status_code}: {detail})"
-    if isinstance(exc, openai.APIStatusError):
-        return f"the {who} at {url} answered HTTP {exc.status_code} ({detail}; {tries})"
-    return f"the {who} at {url} failed: {type(exc).__name__}: {exc}"
+    return explain_api_failure(
+        exc,
+        client.base_url,
+        _HELPER_FAILURES,
+        who=who,
+        model=model,
+        timeout=client.timeout,
+        tries=f"{attempts} {'try' if attempts == 1 else 'tries'}",
+    )
 
 
 def api_error_message(exc: Exception, limit: int | None = 300) -> str:

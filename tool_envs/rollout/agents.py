@@ -21,7 +21,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from tool_envs.core.helper_models import api_error_message
+from tool_envs.core.helper_models import ApiFailure, api_error_message, explain_api_failure
 from tool_envs.errors import EpisodeInterrupted, EvalError
 
 __all__ = [
@@ -168,6 +168,19 @@ To call a function, write a JSON object with its name and arguments inside \
 </tool_call>
 Results come back inside <tool_response></tool_response> tags."""
 
+_CHAT_API_STATUS = "the chat API at {url} answered HTTP {status}: {detail}"
+# What stops an OpenAI agent's whole run, with the eval CLI's flags that fix it.
+_CHAT_API_FAILURES: dict[ApiFailure, str] = {
+    "timeout": "the chat API at {url} timed out ({exc}); raise --timeout or check the server",
+    "unreachable": "cannot reach the chat API at {url}: {cause}. "
+    "Is the server running, and is --base-url right?",
+    "not_found": "the chat API at {url} answered 404 ({detail}); check --model "
+    "and that --base-url ends where the API lives (often '/v1')",
+    "refused": _CHAT_API_STATUS,
+    "status": _CHAT_API_STATUS,
+    "other": "the chat API at {url} failed: {exc}",
+}
+
 
 def text_mode_messages(
     messages: list[dict[str, Any]], tools: list[dict[str, Any]], raw_texts: list[str | None]
@@ -266,24 +279,4 @@ class OpenAIAgent(Agent):
             yield turn.action
 
     def _fatal_message(self, exc: Exception) -> str:
-        import openai
-
-        url = str(self.backend.client.base_url)
-        if isinstance(exc, openai.APITimeoutError):
-            return f"the chat API at {url} timed out ({exc}); raise --timeout or check the server"
-        if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__ or exc
-            return (
-                f"cannot reach the chat API at {url}: {cause}. "
-                "Is the server running, and is --base-url right?"
-            )
-        if isinstance(exc, openai.NotFoundError):
-            return (
-                f"the chat API at {url} answered 404 ({api_error_message(exc)}); check --model "
-                "and that --base-url ends where the API lives (often '/v1')"
-            )
-        if isinstance(exc, openai.APIStatusError):
-            return (
-                f"the chat API at {url} answered HTTP {exc.status_code}: {api_error_message(exc)}"
-            )
-        return f"the chat API at {url} failed: {exc}"
+        return explain_api_failure(exc, self.backend.client.base_url, _CHAT_API_FAILURES)
