@@ -19,6 +19,7 @@ from tool_envs.core import options
 from tool_envs.core.env import TaskSource, ToolEnv
 from tool_envs.core.messages import Message
 from tool_envs.core.parsers import ToolCallParser
+from tool_envs.core.pickling import state_without
 from tool_envs.core.tools import Toolset, tool
 from tool_envs.errors import EnvConfigError
 
@@ -260,10 +261,7 @@ class CodeExecEnv(ToolEnv):
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle without the worker process: a copy starts its own on first use."""
-        state = dict(self.__dict__)
-        state["_owned"] = None
-        state["_shared_runner"] = None
-        return state
+        return state_without(self, cleared=("_owned", "_shared_runner"))
 
     @property
     def isolation(self) -> str:

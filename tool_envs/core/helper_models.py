@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tool_envs.core.pickling import state_without
 from tool_envs.errors import EnvConfigError, InfrastructureError
 
 __all__ = [
@@ -112,10 +113,7 @@ class ClientOnFirstUse:
             self._client = None
 
     def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_client"] = None
-        state.pop("_lock")
-        return state
+        return state_without(self, cleared=("_client",), dropped=("_lock",))
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)

@@ -28,6 +28,7 @@ from transformers.utils.chat_template_utils import (
 )
 
 from tool_envs.core.parsers.base import ToolCall
+from tool_envs.core.pickling import state_without
 from tool_envs.errors import InfrastructureError, ToolDefinitionError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -109,10 +110,8 @@ class Tool:
         return _compiled_check(json.dumps(self.schema["function"]["parameters"], sort_keys=True))
 
     def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state.pop("validator", None)
-        state.pop("check", None)
-        return state
+        """Pickle without the compiled validators: a copy compiles its own on first use."""
+        return state_without(self, dropped=("validator", "check"))
 
     @classmethod
     def from_function(

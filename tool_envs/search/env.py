@@ -16,6 +16,7 @@ from tool_envs.core import options
 from tool_envs.core.answers import EndsOnAnswer
 from tool_envs.core.env import TaskSource, ToolEnv
 from tool_envs.core.parsers import ToolCallParser
+from tool_envs.core.pickling import state_without
 from tool_envs.core.tools import Toolset, tool
 from tool_envs.errors import EnvConfigError, MissingDependencyError, TaskRowError
 from tool_envs.search.base import SearchError, SearchProvider, SearchResult
@@ -337,9 +338,7 @@ class WebSearchEnv(EndsOnAnswer, ToolEnv):
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle the configuration, not the clients: a copy rebuilds its provider stack."""
-        state = dict(self.__dict__)
-        state["_provider"] = state["_cache"] = None
-        return state
+        return state_without(self, cleared=("_provider", "_cache"))
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -27,6 +27,7 @@ from tool_envs.core.messages import Message
 from tool_envs.core.messages import user as user_message
 from tool_envs.core.parsers import ToolCallParser
 from tool_envs.core.parsers.base import ToolCall
+from tool_envs.core.pickling import state_without
 from tool_envs.core.tools import Toolset
 from tool_envs.errors import EnvConfigError
 from tool_envs.tau.checked_user import CheckedUser, StateOf
@@ -337,10 +338,7 @@ class Tau2Env(CheckedUser, ToolEnv):
     def __getstate__(self) -> dict[str, Any]:
         """Pickle without the shared domain and databases: a clone rebuilds its episode by
         replaying the calls made so far on fresh databases (as tau2's ``set_state`` does)."""
-        state = dict(self.__dict__)
-        for shared in ("domain", "_environment", "_gate", "_state"):
-            state.pop(shared)
-        return state
+        return state_without(self, dropped=("domain", "_environment", "_gate", "_state"))
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
