@@ -19,7 +19,7 @@ import secrets
 import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from tool_envs.errors import EnvConfigError, MissingDependencyError
@@ -80,6 +80,14 @@ class ServerSpec:
             raise EnvConfigError(f"{self.env_id}: servers must be >= 1, got {self.servers}")
         if self.num_cpus < 0 or self.max_restarts < 0:
             raise EnvConfigError(f"{self.env_id}: num_cpus and max_restarts must be >= 0")
+
+    def serve_config(self, host: str, port: int, token: str | None) -> ServeConfig:
+        """The config of one of its servers: every option it shares with :class:`ServeConfig`
+        (so an option added to both reaches the servers), and where that server listens."""
+        served = {f.name for f in fields(ServeConfig)}
+        shared = {f.name: getattr(self, f.name) for f in fields(self) if f.name in served}
+        shared["env_kwargs"] = dict(self.env_kwargs)
+        return ServeConfig(**shared, host=host, port=port, token=token)
 
 
 def parse_server_specs(value: Mapping[str, Any]) -> list[ServerSpec]:
@@ -227,19 +235,7 @@ class RayEnvServers:
                     runtime_env={"env_vars": SERVER_PRIORITY},
                 )
                 for index in range(spec.servers):
-                    config = ServeConfig(
-                        spec.env_id,
-                        env_kwargs=dict(spec.env_kwargs),
-                        host=host,
-                        port=ports.pop(),
-                        max_sessions=spec.max_sessions,
-                        session_timeout=spec.session_timeout,
-                        inline_steps=spec.inline_steps,
-                        step_threads=spec.step_threads,
-                        token=token,
-                        handshake_timeout=spec.handshake_timeout,
-                        max_handshakes=spec.max_handshakes,
-                    )
+                    config = spec.serve_config(host, ports.pop(), token)
                     self._servers.append(_Server(spec, index, actor_class.remote(config)))
             self._wait_started(ray)
         except BaseException:
