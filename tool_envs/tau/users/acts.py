@@ -149,6 +149,8 @@ def read_turn(
             asking = read_message(message, vocabulary, known, asking=True)
             order = {words.field: index for index, words in enumerate(vocabulary)}
             asked = sorted({*reading.asked, *asking.asked}, key=order.__getitem__)
+            if not (asked or asking.identity) and reading.confirmation:
+                return "confirm", Reading(confirmation=True, request=True)  # nothing to give
             if not (asked or asking.identity):  # no field's words: the field models' pick
                 likeliest = likeliest_field(message, order)
                 asked = [likeliest] if likeliest is not None else []
