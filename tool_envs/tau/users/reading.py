@@ -384,6 +384,10 @@ _PURPOSE_BEFORE = re.compile(
     r"\s+(?:the\s+|your\s+|my\s+)?(?:\w+\s+)?$",
     re.I,
 )
+# A zip code asked as part of an address: "the full address with postcode".
+_ADDRESS_WITH = re.compile(
+    r"\baddress\s+(?:with|including|incl\.?|and|along\s+with)\s+(?:the\s+|your\s+)?$", re.I
+)
 _SOMEONE_ELSES_AFTER = re.compile(
     rf"^[\w\s-]{{0,40}}?\b(?:of|for)\s+(?:(?:each|every|all|the|any|other)\s+(?:\w+\s+)?"
     rf"{_SOMEONE}|everyone|everybody)\b",
@@ -684,12 +688,7 @@ def _claim(
         ):
             continue
         if field == "zip_code" and (
-            len(_ADDRESS_PARTS.findall(sentence)) >= 2
-            or re.search(
-                r"\baddress\s+(?:with|including|incl\.?|and|along\s+with)\s+(?:the\s+|your\s+)?$",
-                sentence[: span[0]],
-                re.I,
-            )
+            len(_ADDRESS_PARTS.findall(sentence)) >= 2 or _ADDRESS_WITH.search(sentence[: span[0]])
         ):
             continue  # "include the street, city, state and zip": parts of an address asked
         if unknown and (
