@@ -7,11 +7,16 @@
 S sessions of Calculator-v0 are opened at once on a server that has just started (no warm-up
 episode from the client: the server's own start-up is what is measured), then each steps once a
 second for ``--seconds`` (three tool calls, an answer, a reset, and again), from one asyncio
-process speaking the raw WebSocket protocol. Each arm is a fresh server:
+process (on uvloop, as the servers are) speaking the raw WebSocket protocol. Each arm is a fresh
+server:
 
-- ``default``: one process, env calls on the step threads (the baseline, the same run);
-- ``inline``: one process, ``--inline-steps`` (steps on the event loop);
-- ``workers2``, ``workers2-inline``: ``--workers 2``, two processes behind the one port;
+- ``default``: ``tool-envs serve tool_envs/Calculator-v0 --max-sessions 20000`` as it is: a
+  worker process per core, Calculator's steps on the event loop (its ``steps_wait`` is False);
+- ``default-fd1024``: the same at a soft open-file limit of 1,024 (the hard one as it is), the
+  common default that a server must lift itself;
+- ``one-process``: ``--workers 1``;
+- ``threads``: ``--workers 1 --no-inline-steps``, env calls on the step threads (the server's
+  default before, the baseline of the same run);
 - ``openenv``: OpenEnv 0.10's own reference server (``create_app(...,
   max_concurrent_envs=20000)`` under uvicorn) serving an OpenEnv ``Environment`` that plays
   Calculator-v0's tasks with its prompt and tool schemas (``openenv_calculator_server.py``, run by
@@ -20,9 +25,11 @@ process speaking the raw WebSocket protocol. Each arm is a fresh server:
 
 Reported per arm: sessions held (opened and reset), steps lost (an error or no answer within
 30 s), steps/s, step latency p50 / p99, the server's resident MB per session and threads
-(all its processes, read from ``/proc`` while every session is open), and this client's own CPU
-share and its lag (how late its once-a-second sends went out, p99): a client that lags is
-saturated, and its latencies say nothing of the server.
+(all its processes, read from ``/proc`` while every session is open), its CPU microseconds per
+message (all its processes' CPU over the run, opening the sessions included, over the frames
+answered), the lines it logged, and this client's own CPU share and its lag (how late its
+once-a-second sends went out, p99): a client that lags is saturated, and its latencies say
+nothing of the server.
 
 ``--client`` measures the trainer's side instead: the async engine (``play`` with
 ``Policy(engine="async")`` and a ``VLLMServerBackend``) playing N concurrent Calculator episodes
@@ -44,27 +51,31 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import random
+import resource
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from tool_envs.serve import EnvServerProcess
+from tool_envs.serve.server import GC_THRESHOLDS
 
 ROOT = Path(__file__).resolve().parents[1]
 CALCULATOR = "tool_envs/Calculator-v0"
 ANSWER_WITHIN = 30.0
 ARMS: dict[str, tuple[str, ...]] = {
     "default": (),
-    "inline": ("--inline-steps",),
-    "workers2": ("--workers", "2"),
-    "workers2-inline": ("--workers", "2", "--inline-steps"),
+    "default-fd1024": (),
+    "one-process": ("--workers", "1"),
+    "threads": ("--workers", "1", "--no-inline-steps"),
 }
+SOFT_FILES = {"default-fd1024": 1024}  # the server's soft RLIMIT_NOFILE at start, by arm
 OPENENV = "openenv"
 WARM_UP = 16  # --client: episodes played first by the same player (not counted)
 TURNS = [
@@ -99,9 +110,12 @@ def _children(pid: int) -> list[int]:
 
 
 async def play(url: str, sessions: int, seconds: float, pid: int) -> dict[str, Any]:
-    from websockets.asyncio.client import connect
+    from pydantic_core import from_json  # a third of json.loads's CPU: the client is measured too
+    from ws_probe import connect
 
     ws_url = url.replace("http://", "ws://") + "/ws"
+    frames = [json.dumps({"type": "step", "data": {"text": turn}}) for turn in TURNS]
+    frames.append(json.dumps({"type": "reset", "data": {}}))
     latencies: list[float] = []
     lags: list[float] = []
     lost = held = 0
@@ -114,20 +128,20 @@ async def play(url: str, sessions: int, seconds: float, pid: int) -> dict[str, A
         if settled == sessions:
             opened.set()
 
-    async def ask(ws: Any, frame: dict[str, Any]) -> dict[str, Any]:
-        await ws.send(json.dumps(frame))
-        return json.loads(await asyncio.wait_for(ws.recv(), ANSWER_WITHIN))
+    async def ask(ws: Any, frame: str) -> dict[str, Any]:
+        async with asyncio.timeout(ANSWER_WITHIN):  # wait_for would make a task per frame
+            return from_json(await ws.ask(frame))
 
     async def session(seed: int) -> None:
         nonlocal lost, held
         try:
-            ws = await connect(ws_url, open_timeout=ANSWER_WITHIN, compression=None)
+            ws = await connect(ws_url, ANSWER_WITHIN)
         except Exception:
             settle()
             return
         try:
             try:
-                reset = await ask(ws, {"type": "reset", "data": {"seed": seed}})
+                reset = await ask(ws, json.dumps({"type": "reset", "data": {"seed": seed}}))
             except Exception:
                 settle()
                 return
@@ -141,13 +155,8 @@ async def play(url: str, sessions: int, seconds: float, pid: int) -> dict[str, A
                 await asyncio.sleep(max(0.0, due - loop.time()))
                 lags.append(loop.time() - due)
                 sent = time.perf_counter()
-                frame = (
-                    {"type": "reset", "data": {}}
-                    if turn == len(TURNS)
-                    else {"type": "step", "data": {"text": TURNS[turn]}}
-                )
                 try:
-                    answer = await ask(ws, frame)
+                    answer = await ask(ws, frames[turn])
                 except Exception:
                     lost += 1
                     return
@@ -156,7 +165,7 @@ async def play(url: str, sessions: int, seconds: float, pid: int) -> dict[str, A
                 turn = (turn + 1) % (len(TURNS) + 1)
                 due += 1.0
         finally:
-            await ws.close()
+            ws.close()
 
     async def measure() -> tuple[float, int]:
         await opened.wait()
@@ -165,6 +174,7 @@ async def play(url: str, sessions: int, seconds: float, pid: int) -> dict[str, A
 
     start = float("inf")
     cpu = time.process_time()
+    server_cpu = cpu_seconds([pid, *_children(pid)])
     tasks = [asyncio.create_task(session(i)) for i in range(sessions)]
     stats = asyncio.create_task(measure())
     await opened.wait()
@@ -173,6 +183,7 @@ async def play(url: str, sessions: int, seconds: float, pid: int) -> dict[str, A
     began = time.monotonic()
     await asyncio.gather(*tasks)
     wall = time.monotonic() - began
+    server_cpu = cpu_seconds([pid, *_children(pid)]) - server_cpu
     mb, threads = await stats
     latencies.sort()
     lags.sort()
@@ -183,35 +194,66 @@ async def play(url: str, sessions: int, seconds: float, pid: int) -> dict[str, A
     return {
         "held": held,
         "lost": lost,
-        "steps_per_s": len(latencies) / max(seconds, 1e-9),
+        # over the time the steps took: a server that falls behind stretches the run
+        "steps_per_s": len(latencies) / max(seconds, wall - 0.5, 1e-9),
         "p50_ms": quantile(latencies, 0.5),
         "p99_ms": quantile(latencies, 0.99),
         "mb": mb,
         "threads": threads,
+        "server_us_per_message": server_cpu / max(held + len(latencies), 1) * 1e6,
         "client_cpu": (time.process_time() - cpu) / max(wall, 1e-9),
         "client_lag_p99_ms": quantile(lags, 0.99),
     }
 
 
 def run_arm(arm: str, sessions: int, seconds: float, openenv_python: Path) -> dict[str, Any]:
+    # The probe keeps its own collector out of the measurement, as the server does: thousands
+    # of sessions' objects made a full collection stall the client by 100+ ms.
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+    run = uvloop_run()
     if arm == OPENENV:
-        with openenv_server(openenv_python) as (url, pid):
-            asyncio.run(warm_up(url))
+        with openenv_server(openenv_python) as (url, pid, log):
+            run(warm_up(url))
             base_mb, _ = server_stats(pid)
-            result = asyncio.run(play(url, sessions, seconds, pid))
+            logged = log()
+            result = run(play(url, sessions, seconds, pid))
+            result["log_lines"] = len(log().splitlines()) - len(logged.splitlines())
     else:
         args = ("--max-sessions", "20000", "--max-handshakes", "20000", *ARMS[arm])
-        with EnvServerProcess(CALCULATOR, args=args, cwd=ROOT) as server:
+        command = None
+        if arm in SOFT_FILES:
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            hard_text = "unlimited" if hard == resource.RLIM_INFINITY else str(hard)
+            command = [
+                "prlimit",
+                f"--nofile={SOFT_FILES[arm]}:{hard_text}",
+                *(sys.executable, "-m", "tool_envs.cli", "serve", CALCULATOR, "--port", "0"),
+            ]
+        with EnvServerProcess(CALCULATOR, args=args, cwd=ROOT, command=command) as server:
             base_mb, _ = server_stats(server.pid)
-            result = asyncio.run(play(server.url, sessions, seconds, server.pid))
+            result = run(play(server.url, sessions, seconds, server.pid))
+            result["log_lines"] = len(server.log().splitlines())
     result["mb_per_session"] = (result.pop("mb") - base_mb) / max(result["held"], 1)
     return {"arm": arm, "sessions": sessions, **result}
 
 
+def uvloop_run() -> Any:
+    """``asyncio.run`` on uvloop (the servers' loop; its sockets cost the client less CPU), or
+    on asyncio's own loop where uvloop is missing."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run
+    return uvloop.run
+
+
 @contextlib.contextmanager
-def openenv_server(python: Path) -> Iterator[tuple[str, int]]:
+def openenv_server(python: Path) -> Iterator[tuple[str, int, Callable[[], str]]]:
     """OpenEnv's reference server of Calculator-v0's tasks, prompt and tools (written here
-    from the real env, for the OpenEnv venv, which cannot import tool_envs): (URL, pid)."""
+    from the real env, for the OpenEnv venv, which cannot import tool_envs): (URL, pid, its
+    log so far)."""
     import gymnasium as gym
 
     import tool_envs
@@ -227,7 +269,7 @@ def openenv_server(python: Path) -> Iterator[tuple[str, int]]:
         # -P: benchmarks/ (its mcp.py) is not put first on the path
         command = [str(python), "-P", str(script), str(spec_path), "0"]
         with EnvServerProcess(CALCULATOR, command=command, startup_timeout=60) as server:
-            yield server.url, server.pid
+            yield server.url, server.pid, server.log
 
 
 async def warm_up(url: str) -> None:
@@ -401,7 +443,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows = []
     print(
         "| arm | S | held | lost steps | steps/s | p50 / p99 ms | MB per session | threads "
-        "| client CPU | client lag p99 ms |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| server CPU us per message | log lines | client CPU | client lag p99 ms |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         flush=True,
     )
     for sessions in args.sessions:
@@ -412,6 +455,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"| {arm} | {sessions:,} | {row['held']:,} | {row['lost']} "
                 f"| {row['steps_per_s']:,.0f} | {row['p50_ms']:.1f} / {row['p99_ms']:.1f} "
                 f"| {row['mb_per_session']:.3f} | {row['threads']} "
+                f"| {row['server_us_per_message']:.0f} | {row['log_lines']} "
                 f"| {row['client_cpu']:.0%} | {row['client_lag_p99_ms']:.0f} |",
                 flush=True,
             )

@@ -20,9 +20,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 class ServerProcess(EnvServerProcess):
-    """``tool-envs serve ENV_ID --port 0 ...`` of this checkout, in its own process."""
+    """``tool-envs serve ENV_ID --port 0 ...`` of this checkout, in its own process: one
+    process unless ``args`` give ``--workers`` (the tests stop, limit and count the process
+    they started; ``serve`` itself forks a worker per core)."""
 
     def __init__(self, env_id: str, *args: str, env: dict[str, str] | None = None):
+        if "--workers" not in args:
+            args = ("--workers", "1", *args)
         super().__init__(env_id, args=args, cwd=ROOT, env={"PYTHONPATH": str(ROOT), **(env or {})})
 
 

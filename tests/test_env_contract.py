@@ -374,3 +374,42 @@ def test_a_default_task_set_built_per_instance_is_its_own():
     envs = [FreshDefaults() for _ in range(3)]
     questions = [tuple(row["prompt"][-1]["content"] for row in env.tasks) for env in envs]
     assert len(set(questions)) == 3, questions
+
+
+class _CountedChecks(tool_envs.calculator.env.CalculatorEnv):
+    """Calculator whose row check counts its calls and refuses answers above ``ceiling``."""
+
+    checks = 0
+
+    def __init__(self, ceiling: float = float("inf"), **kwargs):
+        super().__init__(**kwargs)
+        self.ceiling = ceiling
+
+    def check_task(self, task):
+        type(self).checks += 1
+        super().check_task(task)
+        if task["reward_spec"]["answer"] > self.ceiling:
+            raise TaskRowError("above the ceiling", field="reward_spec.answer")
+
+
+def test_envs_made_alike_check_the_default_rows_once_and_other_arguments_check_again():
+    """A server makes an env per session: the second env made with the same id and arguments
+    reuses the first one's checked rows; other arguments, on which a check may depend, check
+    again and fail on their own terms."""
+    gym.register("test_contract/Counted-v0", entry_point=_CountedChecks)
+    try:
+        first = gym.make("test_contract/Counted-v0", disable_env_checker=True)
+        first.reset(seed=0)
+        rows = len(first.unwrapped.tasks)
+        assert _CountedChecks.checks == rows
+        second = gym.make("test_contract/Counted-v0", disable_env_checker=True)
+        second.reset(seed=1)
+        assert _CountedChecks.checks == rows  # not checked again
+        assert second.unwrapped.tasks == first.unwrapped.tasks
+        assert second.unwrapped.tasks is not first.unwrapped.tasks  # each env its own list
+        low = gym.make("test_contract/Counted-v0", ceiling=-1e12, disable_env_checker=True)
+        with pytest.raises(TaskRowError, match="above the ceiling"):
+            low.reset(seed=0)
+        assert _CountedChecks.checks == rows + 1  # its own check ran, and refused row 0
+    finally:
+        gym.registry.pop("test_contract/Counted-v0")

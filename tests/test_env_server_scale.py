@@ -19,13 +19,13 @@ import urllib.request
 
 import gymnasium as gym
 import pytest
-from serve_helpers import ServerProcess, child_pids, process_stats, wait_for
+from serve_helpers import ROOT, ServerProcess, child_pids, process_stats, wait_for
 from thread_helpers import run_in_threads
 
 import tool_envs
 from tool_envs.calculator import tasks as calculator_tasks
 from tool_envs.core import env as core_env
-from tool_envs.serve import EnvServer, ServeConfig
+from tool_envs.serve import EnvServer, EnvServerProcess, ServeConfig
 from tool_envs.serve.steps import StepThreads
 
 pytest.importorskip("uvicorn", reason="the serve extra (uvicorn) is not installed")
@@ -204,7 +204,8 @@ def test_idle_sessions_hold_no_threads():
     """200 sessions held at once on a server with 8 step threads: the server's threads stay
     within its own few and those 8, not one per session."""
     count = 200
-    with ServerProcess(CALCULATOR, "--max-sessions", "400", "--step-threads", "8") as server:
+    args = ("--max-sessions", "400", "--step-threads", "8", "--no-inline-steps")
+    with ServerProcess(CALCULATOR, *args) as server:
         before = process_stats(server.pid)["threads"]
         outcomes, held = asyncio.run(
             burst(server.url, count, while_held=lambda: process_stats(server.pid)["threads"])
@@ -270,3 +271,60 @@ def test_worker_and_thread_counts_are_checked_where_they_are_given():
         ServeConfig(CALCULATOR, step_threads=0)
     with pytest.raises(EnvConfigError, match="tool-envs serve --workers"):
         EnvServer(ServeConfig(CALCULATOR, workers=2))
+
+
+def test_serve_defaults_to_a_worker_per_core_and_asks_the_env_where_steps_run():
+    """``tool-envs serve`` with no options: a worker per core this process may use, and
+    Calculator's steps (its ``steps_wait`` is False) on the event loop, as its banner says."""
+    cores = len(os.sched_getaffinity(0))
+    with EnvServerProcess(CALCULATOR, cwd=ROOT, env={"PYTHONPATH": str(ROOT)}) as server:
+        assert len(child_pids(server.pid)) == (cores if cores > 1 else 0)
+        assert "steps inline" in server.banner, server.banner
+        outcomes, held = asyncio.run(burst(server.url, 4, lambda: health(server.url)))
+        assert all(played(o) for o in outcomes) and held["active_sessions"] == 4
+
+
+@pytest.mark.parametrize(
+    ("env_id", "env_kwargs", "inline"),
+    [
+        (CALCULATOR, {}, True),
+        ("tool_envs/TauRetail-v0", {}, True),  # the scripted user
+        ("tool_envs/CodeExec-v0", {}, False),  # a sandbox run waits
+    ],
+)
+def test_a_server_runs_steps_inline_only_for_envs_whose_steps_never_wait(
+    env_id, env_kwargs, inline
+):
+    with EnvServer(ServeConfig(env_id, env_kwargs=env_kwargs)) as server:
+        assert server.config.inline_steps is inline
+        assert server.manager.inline is inline
+    # Said outright, the server does as told.
+    with EnvServer(ServeConfig(CALCULATOR, inline_steps=False)) as server:
+        assert server.manager.inline is False
+
+
+def test_an_llm_user_makes_tau_steps_wait():
+    env = gym.make(
+        "tool_envs/TauRetail-v0",
+        user="llm",
+        user_kwargs={"base_url": "http://127.0.0.1:9/v1", "api_key": "k"},
+    )
+    try:
+        assert env.unwrapped.steps_wait is True
+    finally:
+        env.close()
+    scripted = gym.make("tool_envs/TauRetail-v0")
+    assert scripted.unwrapped.steps_wait is False
+    scripted.close()
+
+
+def test_workers_default_to_the_cores_and_to_one_on_ray():
+    from tool_envs.cli import build_parser
+    from tool_envs.commands.serve import _workers
+
+    parser = build_parser()
+    cores = len(os.sched_getaffinity(0))
+    assert _workers(parser.parse_args(["serve", CALCULATOR])) == cores
+    assert _workers(parser.parse_args(["serve", CALCULATOR, "--workers", "0"])) == cores
+    assert _workers(parser.parse_args(["serve", CALCULATOR, "--workers", "3"])) == 3
+    assert _workers(parser.parse_args(["serve", CALCULATOR, "--ray", "2"])) == 1

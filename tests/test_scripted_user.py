@@ -1,7 +1,8 @@
 """The scripted user plays fair: the policy's own authentication questions, asked in any order
 the policy allows, never end an episode, the user offers an identity the policy accepts, and
-gold episodes still earn 1.0 after them. Checked on every task of every tau domain and on every
-base task of the tau2 domains."""
+gold episodes still earn 1.0 after them. Checked on every fifth task of each split of every tau
+domain (each gold episode is also played on its own in test_tau_domains.py) and on every base
+task of the tau2 domains."""
 
 from __future__ import annotations
 
@@ -60,9 +61,9 @@ def play_questions(env, task, questions) -> str:
 def test_authentication_questions_in_any_order_keep_the_user_and_gold_still_earns_one(name):
     env = gym.make(f"tool_envs/{name}-v0").unwrapped
     orders = list(itertools.permutations(AUTHENTICATION[name]))
-    identified = 0
+    identified = played = 0
     for split, rows in env.task_splits().items():
-        for number, task in enumerate(rows):
+        for number, task in enumerate(rows[::5]):
             order = orders[number % len(orders)]  # every order, over a split's tasks
             actions = task["reward_spec"]["actions"]
             identifies = bool(actions) and actions[0]["name"] in LOOKUPS
@@ -76,7 +77,8 @@ def test_authentication_questions_in_any_order_keep_the_user_and_gold_still_earn
             for turn in env.gold_turns(task):
                 _, reward, terminated, _, info = env.step(turn)
             assert terminated and reward == 1.0, (split, task["extra_info"]["id"], info)
-    assert identified >= 600
+            played += 1
+    assert played >= 140 and identified >= 0.9 * played
     env.close()
 
 

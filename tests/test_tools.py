@@ -160,3 +160,50 @@ def test_schemas_are_fresh_copies():
     tools = Toolset([lookup])
     tools.schemas[0]["function"]["name"] = "changed"
     assert tools.schemas[0]["function"]["name"] == "lookup"
+
+
+def test_a_function_schema_is_made_once_and_each_tool_gets_its_own_copy(monkeypatch):
+    """Every env instance builds its tools again (a served env, once a session): the
+    docstring is parsed once per function, methods are keyed by their function (no instance is
+    kept), and a tool that changes its schema changes no other tool's."""
+    import gc
+    import weakref
+
+    from tool_envs.core import tools as tools_module
+
+    parsed = []
+    real = tools_module.get_json_schema
+    monkeypatch.setattr(
+        tools_module, "get_json_schema", lambda f: parsed.append(f.__qualname__) or real(f)
+    )
+
+    def probe(city: str) -> str:
+        """Weather.
+
+        Args:
+            city: Where.
+        """
+        return city
+
+    class Desk:
+        @tool()
+        def ring(self, times: int) -> str:
+            """Ring the bell.
+
+            Args:
+                times: How often.
+            """
+            return "ding" * times
+
+    first, second = Tool.from_function(probe), Tool.from_function(probe)
+    desks = [Desk(), Desk()]
+    ringers = [Toolset.from_object(desk)["ring"] for desk in desks]
+    assert len(parsed) == 2  # probe once, ring once
+    first.schema["function"]["parameters"]["properties"]["city"]["type"] = "integer"
+    assert second.schema["function"]["parameters"]["properties"]["city"]["type"] == "string"
+    assert ringers[0].schema == ringers[1].schema
+    assert "self" not in ringers[0].schema["function"]["parameters"]["properties"]
+    gone = weakref.ref(desks[0])
+    del desks[0], ringers[0]
+    gc.collect()
+    assert gone() is None  # the cache keeps no instance of Desk

@@ -61,6 +61,10 @@ class CalculatorEnv(ToolEnv):
         self._expected: float = math.nan
         self._final_answer: str | None = None
 
+    @property
+    def steps_wait(self) -> bool:
+        return False
+
     def default_tasks(self) -> Sequence[Mapping[str, Any]]:
         return default_splits()["train"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -56,17 +57,19 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--inline-steps",
-        action="store_true",
-        help="run env steps on the event loop, not a thread per session: less CPU a step for "
-        "short pure-Python envs; a step that waits (sandbox, LLM user, MCP) stalls every session",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run env steps on the event loop (less CPU a step), or with --no-inline-steps on "
+        "the step threads; default: inline when the env's steps never wait (Calculator, tau "
+        "with the scripted user), threads when they may (sandbox, LLM user, MCP)",
     )
     serve.add_argument(
         "--workers",
         type=int,
-        default=1,
+        default=None,
         metavar="N",
-        help="processes serving behind the one port (0: one per CPU core); --max-sessions and "
-        "/health count all of them (default 1)",
+        help="processes serving behind the one port; --max-sessions and /health count all of "
+        "them (default 0: one per CPU core; 1 with --ray, which starts a server per actor)",
     )
     serve.add_argument(
         "--step-threads",
@@ -121,8 +124,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-
     import tool_envs
     from tool_envs.errors import EnvConfigError
     from tool_envs.serve.server import TOKEN_VARIABLE, ServeConfig, serve
@@ -135,12 +136,12 @@ def run(args: argparse.Namespace) -> int:
             port=args.port,
             max_message_bytes=args.max_message_bytes,
             token=args.token or os.environ.get(TOKEN_VARIABLE) or None,
-            workers=args.workers if args.workers != 0 else os.cpu_count() or 1,
+            workers=_workers(args),
             **_server_options(args),
         )
     except EnvConfigError as exc:
         args.command_parser.error(str(exc))
-    if args.ray is not None and args.workers != 1:
+    if args.ray is not None and args.workers not in (None, 1):
         args.command_parser.error(
             "--workers serves one server from several processes here; on Ray, --ray N "
             "starts N servers"
@@ -175,6 +176,22 @@ def _serve_on_ray(args: argparse.Namespace, config: Any) -> int:
     except EnvConfigError as exc:
         args.command_parser.error(str(exc))
     return serve_on_ray(spec, address=args.ray_address, host=args.host, token=config.token)
+
+
+def _workers(args: argparse.Namespace) -> int:
+    """``--workers``: 0 (the default) is one per core; a server on Ray is one process."""
+    if args.workers is None:
+        return 1 if args.ray is not None else _cores()
+    return args.workers if args.workers != 0 else _cores()
+
+
+def _cores() -> int:
+    """The cores this process may run on (a container's or ``taskset``'s share), not the
+    machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def _server_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -30,6 +30,7 @@ class EnvServerProcess:
 
     Attributes:
         url: ``http://127.0.0.1:PORT`` once started.
+        banner: The line the server printed once listening (its workers, where steps run, ...).
         pid: The server's process id.
     """
 
@@ -68,6 +69,7 @@ class EnvServerProcess:
                 f"`tool-envs serve {env_id}` did not start within {startup_timeout} s: "
                 f"{line!r} {self._stderr_tail()}"
             )
+        self.banner = line.strip()
         self.url = line.split(" on ", 1)[1].split()[0]
 
     def health(self, timeout: float = 5.0) -> dict[str, Any]:

@@ -2,13 +2,14 @@
 
 One WebSocket connection on ``/ws`` is one session with its own env, made with
 ``gymnasium.make(env_id, **env_kwargs)`` when the connection opens and closed when it ends: a
-``close`` frame, a disconnect, an idle timeout, or the server shutting down. Each session's env
-calls run on the server's step threads (:mod:`.steps`: a thread per call in flight, at most
-``step_threads``, none for an idle session), never on the event loop, so a slow step (a
-sandbox, a simulated user's API) stalls no other session and the loop keeps answering pings.
-With ``inline_steps`` they run on the event loop instead: for envs whose steps are pure Python and
-short (Calculator, tau domains with the scripted user), where threads buy no concurrency under
-the GIL and the hand-off to a thread costs more than the step (see ``benchmarks/env_server.py``).
+``close`` frame, a disconnect, an idle timeout, or the server shutting down. An env whose steps
+may wait (a sandbox, a simulated user's API, an MCP server: its ``steps_wait``) has its calls
+run on the server's step threads (:mod:`.steps`: a thread per call in flight, at most
+``step_threads``, none for an idle session), never on the event loop, so a slow step stalls no
+other session and the loop keeps answering pings. An env whose steps never wait (Calculator, tau
+domains with the scripted user) has them run on the event loop: threads buy pure-Python steps no
+concurrency under the GIL, and the hand-off costs more than the step (see
+``benchmarks/env_server.py``). ``inline_steps`` overrides what the env says.
 
 What keeps a server standing:
 
@@ -51,7 +52,6 @@ import json
 import logging
 import signal
 import socket
-import sys
 import threading
 import time
 import uuid
@@ -97,12 +97,14 @@ class ServeConfig:
         session_timeout: Seconds a session may stay silent before it is closed.
         max_message_bytes: Largest frame accepted.
         token: Bearer token clients must send (``Authorization: Bearer <token>``).
-        inline_steps: Run env calls on the event loop, not in each session's thread: less CPU a
-            step for short, CPU-bound steps; a step that waits (a sandbox run, an LLM user, an
-            MCP call) would stall every session of the server, so leave it off for those envs.
-        step_threads: Threads the sessions' env calls run on, at most (unless
-            ``inline_steps``): one per call in flight, none for an idle session; calls past it
-            wait their turn, so raise it for envs whose steps wait long (an LLM user).
+        inline_steps: Run env calls on the event loop (True) or on the step threads (False).
+            None, the default, asks the env (:attr:`~tool_envs.core.ToolEnv.steps_wait`): an env
+            whose steps never wait (Calculator, tau with the scripted user) runs them inline,
+            which costs less CPU a step; a step that waits (a sandbox run, an LLM user, an MCP
+            call) would stall every session of the server, so those go to threads.
+        step_threads: Threads the sessions' env calls run on, at most (when not inline): one
+            per call in flight, none for an idle session; calls past it wait their turn, so
+            raise it for envs whose steps wait long (an LLM user).
         workers: Processes serving behind the one port (``tool-envs serve`` only; see
             :mod:`.workers`); ``max_sessions`` and ``max_handshakes`` are the whole server's.
         handshake_timeout: Seconds a new connection may take to send its first request head
@@ -118,7 +120,7 @@ class ServeConfig:
     session_timeout: float = 600.0
     max_message_bytes: int = 16 * 2**20
     token: str | None = None
-    inline_steps: bool = False
+    inline_steps: bool | None = None
     step_threads: int = 128
     workers: int = 1
     handshake_timeout: float = 10.0
@@ -186,7 +188,7 @@ class _CapacityError(Exception):
 
 class Session:
     """One client's env; its calls run on the server's step threads (``threads``), one at a
-    time, or on the event loop (``config.inline_steps``, or no threads given)."""
+    time, or on the event loop (no threads given)."""
 
     def __init__(self, config: ServeConfig, threads: StepThreads | None = None):
         self.id = uuid.uuid4().hex
@@ -194,7 +196,7 @@ class Session:
         self.env: gym.Env | None = None
         self.episode_id: str | None = None
         self.steps = 0
-        self._executor = None if config.inline_steps else threads
+        self._executor = threads
         self._running: Future[Any] | None = None  # the call on a step thread now, if any
 
     async def call(self, function: Any, *args: Any) -> Any:
@@ -204,7 +206,10 @@ class Session:
         return await asyncio.wrap_future(self._running)
 
     def make_env(self) -> None:
-        self.env = gym.make(self.config.env_id, **dict(self.config.env_kwargs))
+        # gymnasium's checker looks at each new env's first reset and step; the server's
+        # warm-up episode was checked (prepare_served_env), and every session's env is the same.
+        kwargs = {"disable_env_checker": True, **self.config.env_kwargs}
+        self.env = gym.make(self.config.env_id, **kwargs)
         try:
             chat_env(self.env)  # a TypeError naming what it lacks: the session's factory error
         except TypeError:
@@ -290,10 +295,12 @@ class Session:
 
 class SessionManager:
     """The open sessions of one server, bounded by ``max_sessions``, and the step threads their
-    env calls run on."""
+    env calls run on (none when ``inline``: ``config.inline_steps``, which
+    :func:`prepare_served_env` settles when it is None)."""
 
     def __init__(self, config: ServeConfig, shared: SharedSessions | None = None, worker: int = 0):
         self.config = config
+        self.inline = bool(config.inline_steps)
         self.sessions: dict[str, Session] = {}
         self.opened = 0
         self.threads = StepThreads(config.step_threads)
@@ -314,7 +321,7 @@ class SessionManager:
                     raise _CapacityError(total, limit)
             elif len(self.sessions) >= limit:
                 raise _CapacityError(len(self.sessions), limit)
-            session = Session(self.config, self.threads)
+            session = Session(self.config, None if self.inline else self.threads)
             self.sessions[session.id] = session  # the slot is taken while the env is made
             self.opened += 1
         try:
@@ -342,6 +349,14 @@ class SessionManager:
 
 
 _ACTIONS = {"reset", "step", "state"}
+
+GC_THRESHOLDS = (20_000, 20, 20)
+"""The collector's thresholds in a server (Python's are 700, 10, 10). Thousands of open sessions
+are hundreds of thousands of live objects, and each frame allocates a few hundred: at Python's
+pace a young collection ran every few frames and a full one every few seconds, and the full
+ones stalled every session of the process (p99 266 ms at 2,048 sessions; 43 ms with these,
+``benchmarks/env_scale.py``). A full collection still runs every ~8 million allocations, so a
+closed session's cycles are freed within seconds at full load."""
 
 
 def _exception_data(exc: BaseException, env_id: str) -> dict[str, Any]:
@@ -406,13 +421,13 @@ async def handle_frame(session: Session, raw: str) -> tuple[str | None, bool]:
 
 
 def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any:
-    """The ASGI app (Starlette) serving ``config.env_id``."""
+    """The ASGI app serving ``config.env_id``: its sessions on ``/ws``, Starlette the rest."""
     try:
         from starlette.applications import Starlette
+        from starlette.datastructures import Headers
         from starlette.requests import Request
         from starlette.responses import JSONResponse
-        from starlette.routing import Route, WebSocketRoute
-        from starlette.websockets import WebSocket, WebSocketDisconnect
+        from starlette.routing import Route
     except ImportError as exc:
         raise MissingDependencyError("starlette", "serve", "tool-envs serve") from exc
 
@@ -515,16 +530,20 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
             return unauthorized()
         return JSONResponse([env_name])
 
-    async def session_socket(websocket: WebSocket) -> None:
-        if not authorized(websocket.headers):
-            await websocket.close(code=1008, reason="missing or wrong bearer token")
+    async def session_socket(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """One session, on the ASGI messages themselves: Starlette's WebSocket wrapper and
+        middleware cost ~30 us of each frame's ~150 (``benchmarks/env_scale.py``)."""
+        if (await receive())["type"] != "websocket.connect":
             return
-        await websocket.accept()
+        if not authorized(Headers(scope=scope)):
+            await send({"type": "websocket.close", "code": 1008, "reason": _BAD_TOKEN})
+            return
+        await send({"type": "websocket.accept"})
         try:
             session = await manager.open()
         except _CapacityError as exc:
             await _send_last(
-                websocket,
+                send,
                 protocol.error_frame(
                     protocol.CAPACITY_REACHED,
                     str(exc),
@@ -535,7 +554,7 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
             return
         except Exception as exc:
             await _send_last(
-                websocket,
+                send,
                 protocol.error_frame(
                     protocol.FACTORY_ERROR,
                     f"could not make {config.env_id}: {type(exc).__name__}: {exc}",
@@ -543,12 +562,12 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
                 ),
             )
             return
+        idle = _IdleTimer(config.session_timeout)
         try:
             while True:
-                try:
-                    message = await _receive_within(websocket, config.session_timeout)
-                except asyncio.TimeoutError:
-                    await websocket.close(code=1001, reason="session idle past its timeout")
+                message = await idle.receive(receive)
+                if message is None:
+                    await send(_close_frame(1001, "session idle past its timeout"))
                     break
                 if message["type"] == "websocket.disconnect":
                     break
@@ -558,8 +577,10 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
                     try:
                         raw = raw_bytes.decode()
                     except UnicodeDecodeError:
-                        await websocket.send_text(
-                            protocol.error_frame(protocol.INVALID_JSON, "a frame is UTF-8 JSON")
+                        await send(
+                            _text_frame(
+                                protocol.error_frame(protocol.INVALID_JSON, "a frame is UTF-8 JSON")
+                            )
                         )
                         continue
                 try:
@@ -574,12 +595,13 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
                     )
                 if end:
                     with contextlib.suppress(Exception):
-                        await websocket.close()
+                        await send(_close_frame(1000, ""))
                     break
-                await websocket.send_text(reply)  # type: ignore[arg-type]
-        except (WebSocketDisconnect, RuntimeError, OSError):
+                await send(_text_frame(reply))  # type: ignore[arg-type]
+        except (RuntimeError, OSError):  # uvicorn's ClientDisconnected is an OSError
             pass
         finally:
+            idle.cancel()
             manager.close(session)
 
     routes = [
@@ -588,7 +610,6 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
         Route("/schema", schema),
         Route("/list_environments", list_environments),
         Route("/{env_name}/{action}", task_api, methods=["GET", "HEAD", "POST", "PUT", "DELETE"]),
-        WebSocketRoute("/ws", session_socket),
     ]
 
     @contextlib.asynccontextmanager
@@ -599,27 +620,85 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
 
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.manager = manager
-    return app
+    return _SessionsFirst(session_socket, app)
 
 
-if sys.version_info >= (3, 11):
+class _SessionsFirst:
+    """The ASGI app: WebSocket connections to ``/ws`` go straight to the session handler, the
+    rest (HTTP routes, lifespan, other WebSocket paths, which Starlette refuses) to Starlette."""
 
-    async def _receive_within(websocket: Any, seconds: float) -> Any:
-        """The next ASGI message, or ``TimeoutError`` after ``seconds``. ``asyncio.timeout``
-        arms a timer on this task; ``wait_for`` (3.10) makes a new task for every frame."""
-        async with asyncio.timeout(seconds):
-            return await websocket.receive()
+    def __init__(self, sessions: Any, app: Any):
+        self.sessions, self.app = sessions, app
+        self.state = app.state
 
-else:
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket" and scope["path"] == "/ws":
+            await self.sessions(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
-    async def _receive_within(websocket: Any, seconds: float) -> Any:
-        return await asyncio.wait_for(websocket.receive(), seconds)
+
+_BAD_TOKEN = "missing or wrong bearer token"
 
 
-async def _send_last(websocket: Any, text: str) -> None:
+def _text_frame(text: str) -> dict[str, Any]:
+    return {"type": "websocket.send", "text": text}
+
+
+def _close_frame(code: int, reason: str) -> dict[str, Any]:
+    return {"type": "websocket.close", "code": code, "reason": reason}
+
+
+class _IdleTimer:
+    """Ends a session whose client sent nothing for ``seconds``, with one timer per session
+    that moves only when it fires (a frame just notes the time): arming and cancelling a
+    timeout around every frame was ~3% of a server's CPU."""
+
+    def __init__(self, seconds: float):
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._seconds = seconds
+        self._last = self._loop.time()
+        self._waiting = self._expired = False
+        self._timer = self._loop.call_at(self._last + seconds, self._check)
+
+    async def receive(self, receive: Any) -> dict[str, Any] | None:
+        """The next ASGI message, or None once the client has been silent too long."""
+        self._waiting = True
+        try:
+            message = await receive()
+        except asyncio.CancelledError:
+            if not self._expired:
+                raise
+            uncancel = getattr(self._task, "uncancel", None)  # 3.11+: the cancel is handled
+            if uncancel is not None:
+                uncancel()
+            return None
+        finally:
+            self._waiting = False
+        self._last = self._loop.time()
+        return message
+
+    def _check(self) -> None:
+        now, due = self._loop.time(), self._last + self._seconds
+        if not self._waiting:  # a frame of its own is being answered: not idle
+            self._timer = self._loop.call_at(max(due, now + self._seconds), self._check)
+            return
+        if now < due:  # heard from since the timer was set
+            self._timer = self._loop.call_at(due, self._check)
+            return
+        self._expired = True
+        if self._task is not None:
+            self._task.cancel()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+async def _send_last(send: Any, text: str) -> None:
     with contextlib.suppress(Exception):
-        await websocket.send_text(text)
-        await websocket.close()
+        await send(_text_frame(text))
+        await send(_close_frame(1000, ""))
 
 
 TASK_ROUTES: dict[str, tuple[str, str]] = {
@@ -777,10 +856,13 @@ class EnvServer:
     def start(self) -> EnvServer:
         """Warm the env (:func:`prepare_served_env`), then serve; returns once listening."""
         try:
-            self.files.per_session = prepare_served_env(self.config, servable=False)
+            prepared = prepare_served_env(self.config, servable=False)
         except BaseException:
             self._socket.close()
             raise
+        self.files.per_session = prepared.files
+        self.config = prepared.config
+        self.manager.inline = bool(prepared.config.inline_steps)
         self._thread.start()
         deadline = time.monotonic() + 30
         while not self._server.started:
@@ -871,21 +953,25 @@ def serve(config: ServeConfig) -> None:
     except OSError as exc:
         raise EnvConfigError(_bind_failure(config.host, config.port, exc)) from None
     try:
-        per_session = prepare_served_env(config)  # a bad --env-kwargs fails here, once
+        prepared = prepare_served_env(config)  # a bad --env-kwargs fails here, once
     except BaseException:
         sock.close()
         raise
+    config, per_session = prepared.config, prepared.files
     # Everything imported so far (an env may pull in transformers and torch: 200k+ objects)
     # lives as long as the server: out of the collector's sight, a full collection scans only
     # what sessions made, instead of stalling every session for ~0.1 s.
     gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
     port = sock.getsockname()[1]
 
     def announce() -> None:
         print(
             f"serving {config.env_id} on http://{_url_host(config.host)}:{port} "
             f"(ws /ws, max {config.max_sessions} sessions, {config.workers} worker process"
-            f"{'es' if config.workers > 1 else ''}, open-file limit {open_file_limit()})",
+            f"{'es' if config.workers > 1 else ''}, steps "
+            f"{'inline' if config.inline_steps else f'on up to {config.step_threads} threads'}, "
+            f"open-file limit {open_file_limit()})",
             flush=True,
         )
 
@@ -932,10 +1018,19 @@ def _serve_on(
         manager.shutdown()
 
 
-def prepare_served_env(config: ServeConfig, *, servable: bool = True) -> int:
+@dataclass(frozen=True)
+class PreparedEnv:
+    """What the warm-up learned: ``config`` with ``inline_steps`` settled (the env's
+    ``steps_wait`` when it was None), and ``files``, the descriptors the env held (what each
+    session will hold besides its connection)."""
+
+    config: ServeConfig
+    files: int
+
+
+def prepare_served_env(config: ServeConfig, *, servable: bool = True) -> PreparedEnv:
     """Make the env, play a short episode on it through the sessions' own code, and close it,
-    before the server takes a connection; returns the descriptors the env held (what each
-    session will hold besides its connection).
+    before the server takes a connection (see :class:`PreparedEnv` for what it returns).
 
     Making it once names a constructor that refuses the arguments, and (``servable``) each read
     of :class:`~tool_envs.core.chat_env.ServableEnv` the env lacks; :class:`EnvServer` serves a
@@ -956,7 +1051,7 @@ def prepare_served_env(config: ServeConfig, *, servable: bool = True) -> int:
         raise EnvConfigError(
             f"cannot make {config.env_id} with --env-kwargs {given}: {exc}"
         ) from exc
-    session = Session(dataclasses.replace(config, inline_steps=True))
+    session = Session(config)  # inline
     session.env = env
     try:
         if servable:
@@ -966,14 +1061,18 @@ def prepare_served_env(config: ServeConfig, *, servable: bool = True) -> int:
         session.close()
         if servable:
             raise EnvConfigError(f"cannot serve {config.env_id}: {exc}") from None
-        return 0  # its sessions will say what it lacks
+        return PreparedEnv(config, 0)  # its sessions will say what it lacks
+    if config.inline_steps is None:
+        waits = getattr(chat_env(env), "steps_wait", True)
+        config = dataclasses.replace(config, inline_steps=not waits)
     try:
         with ThreadPoolExecutor(1, thread_name_prefix="tool-envs-warm-up") as thread:
             thread.submit(asyncio.run, _warm_up_episode(session)).result()
         after = count_open_files()
     finally:
         session.close()
-    return max(0, after - before) if after is not None and before is not None else 0
+    files = max(0, after - before) if after is not None and before is not None else 0
+    return PreparedEnv(config, files)
 
 
 async def _warm_up_episode(session: Session) -> None:

@@ -334,6 +334,10 @@ class TauEnv(CheckedUser, ToolEnv):
         self._keyed = (len(logs[0]), len(logs[1]))
         return self._made_keys
 
+    @property
+    def steps_wait(self) -> bool:
+        return self.user.waits
+
     def close(self) -> None:
         super().close()
         self.user.close()

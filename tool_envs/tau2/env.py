@@ -331,6 +331,10 @@ class Tau2Env(CheckedUser, ToolEnv):
             ]
         return reward, info
 
+    @property
+    def steps_wait(self) -> bool:
+        return self.user.waits or self.nl_judge is not None
+
     def close(self) -> None:
         super().close()
         self.user.close()

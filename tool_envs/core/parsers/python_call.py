@@ -139,7 +139,7 @@ class PythonCallParser(BaseParser):
         self, source: str, tool_names: frozenset[str] | None, *, in_block: bool
     ) -> tuple[list[ToolCall], list[ParseError]] | None:
         """Calls and errors in ``source``, or None when it is not an attempt at calls."""
-        if not source:
+        if "(" not in source:  # no call, and no broken start of one: prose (most final answers)
             return None
         try:
             nodes = _parse_calls(source)

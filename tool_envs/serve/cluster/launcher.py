@@ -55,7 +55,8 @@ class ServerSpec:
         env_kwargs: ``gymnasium.make`` arguments of the served env.
         max_restarts: Times Ray restarts a dead server before it is lost for good.
         session_timeout: Seconds a silent session is kept (``tool-envs serve``'s option).
-        inline_steps: Run env steps on the server's event loop (``--inline-steps``).
+        inline_steps: Run env steps on the server's event loop (True) or its step threads
+            (False); None asks the env (``--inline-steps``, :class:`ServeConfig`).
         step_threads: Threads the server's env calls run on, at most (``--step-threads``).
         handshake_timeout: Seconds a connection may take to send its first request
             (``--handshake-timeout``).
@@ -70,7 +71,7 @@ class ServerSpec:
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     max_restarts: int = 3
     session_timeout: float = 600.0
-    inline_steps: bool = False
+    inline_steps: bool | None = None
     step_threads: int = 128
     handshake_timeout: float = 10.0
     max_handshakes: int = 256

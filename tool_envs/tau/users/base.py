@@ -68,6 +68,9 @@ class UserSimulator(abc.ABC):
     strategy: str = "custom"
     """How this user plays (``scripted``, ``llm``, ``react``, ``verify``, ``reflection``,
     ``human``): user faults are reported per strategy."""
+    waits: bool = True
+    """Whether a reply may wait on something outside the process (a model's API, a person);
+    the scripted user's never does (see :attr:`tool_envs.core.ToolEnv.steps_wait`)."""
 
     @abc.abstractmethod
     def start(

@@ -73,6 +73,7 @@ class ScriptedUser(ScenarioUser):
     """
 
     strategy = "scripted"
+    waits = False
 
     def __init__(self, keywords: Mapping[str, Iterable[str]] | None = None):
         super().__init__()
