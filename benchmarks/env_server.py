@@ -83,7 +83,8 @@ class BurningServers:
         path = os.pathsep.join(
             filter(None, [str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH")])
         )
-        args = ["--max-sessions", "256", *(["--inline-steps"] if inline_steps else [])]
+        args = ["--workers", "1", "--max-sessions", "256"]
+        args += ["--inline-steps" if inline_steps else "--no-inline-steps"]
         self.processes: list[EnvServerProcess] = []
         try:
             for _ in range(count):
