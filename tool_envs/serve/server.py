@@ -354,9 +354,9 @@ GC_THRESHOLDS = (20_000, 20, 20)
 """The collector's thresholds in a server (Python's are 700, 10, 10). Thousands of open sessions
 are hundreds of thousands of live objects, and each frame allocates a few hundred: at Python's
 pace a young collection ran every few frames and a full one every few seconds, and the full
-ones stalled every session of the process (p99 266 ms at 2,048 sessions; 43 ms with these,
-``benchmarks/env_scale.py``). A full collection still runs every ~8 million allocations, so a
-closed session's cycles are freed within seconds at full load."""
+ones stalled every session of the process (``benchmarks/env_scale.py``, 2,048 sessions on one
+process: p99 266 ms with Python's thresholds, 43 ms with higher ones). A full collection still
+runs every ~8 million allocations, so a closed session's cycles are freed within seconds."""
 
 
 def _exception_data(exc: BaseException, env_id: str) -> dict[str, Any]:
