@@ -69,6 +69,8 @@ from tool_envs.serve.server import GC_THRESHOLDS
 ROOT = Path(__file__).resolve().parents[1]
 CALCULATOR = "tool_envs/Calculator-v0"
 ANSWER_WITHIN = 30.0
+START_AFTER = 0.5  # seconds from the last session's reset to the first second of steps
+ROOMY = ("--max-sessions", "20000", "--max-handshakes", "20000")  # no server limit in the way
 ARMS: dict[str, tuple[str, ...]] = {
     "default": (),
     "default-fd1024": (),
@@ -177,7 +179,7 @@ async def play(url: str, sessions: int, seconds: float, pid: int) -> dict[str, A
     tasks = [asyncio.create_task(session(i)) for i in range(sessions)]
     stats = asyncio.create_task(measure())
     await opened.wait()
-    start = asyncio.get_running_loop().time() + 0.5
+    start = asyncio.get_running_loop().time() + START_AFTER
     go.set()
     began, stepping_cpu = time.monotonic(), time.process_time()
     await asyncio.gather(*tasks)
@@ -194,7 +196,7 @@ async def play(url: str, sessions: int, seconds: float, pid: int) -> dict[str, A
         "held": held,
         "lost": lost,
         # over the time the steps took: a server that falls behind stretches the run
-        "steps_per_s": len(latencies) / max(seconds, wall - 0.5, 1e-9),
+        "steps_per_s": len(latencies) / max(seconds, wall - START_AFTER, 1e-9),
         "p50_ms": quantile(latencies, 0.5),
         "p99_ms": quantile(latencies, 0.99),
         "mb": mb,
@@ -220,7 +222,7 @@ def run_arm(arm: str, sessions: int, seconds: float, openenv_python: Path) -> di
             result = run(play(url, sessions, seconds, pid))
             result["log_lines"] = len(log().splitlines()) - len(logged.splitlines())
     else:
-        args = ("--max-sessions", "20000", "--max-handshakes", "20000", *ARMS[arm])
+        args = (*ROOMY, *ARMS[arm])
         command = None
         if arm in SOFT_FILES:
             hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -340,15 +342,7 @@ def client_run(episodes: int, tasks: int = 256) -> dict[str, Any]:
     env.close()
     rows = [rows[i % len(rows)] for i in range(episodes)]  # groups of episodes // tasks
     tokenizer = build_tokenizer(env_texts(CALCULATOR, limit=200))
-    args = (
-        "--workers",
-        "1",
-        "--max-sessions",
-        "20000",
-        "--max-handshakes",
-        "20000",
-        "--inline-steps",
-    )
+    args = ("--workers", "1", *ROOMY, "--inline-steps")
     with (
         FakeVLLMServer(tokenizer, scripts) as generation,
         EnvServerProcess(CALCULATOR, args=args, cwd=ROOT) as a,

@@ -49,32 +49,37 @@ def _validated_default_tasks(source: Sequence[Mapping[str, Any]]) -> list[dict[s
     """``load_tasks(source)``, reusing the rows of an earlier call on the same list."""
     if not isinstance(source, list):  # a dataset or a file path may change under the same object
         return list(load_tasks(source))
-    kept = _kept_default_tasks(source)
+    kept = _kept(_DEFAULT_TASKS, id(source), source)
     if kept is not None:
         return kept
     with _DEFAULT_TASKS_LOCK:
         validating = _VALIDATING.setdefault(id(source), threading.Lock())
     with validating:
-        kept = _kept_default_tasks(source)  # validated by the caller this one waited for
+        kept = _kept(_DEFAULT_TASKS, id(source), source)  # validated by the caller it waited for
         if kept is None:
-            rows = load_tasks(source)
-            with _DEFAULT_TASKS_LOCK:
-                _DEFAULT_TASKS[id(source)] = (source, rows)  # holding source keeps its id unique
-                while len(_DEFAULT_TASKS) > _DEFAULT_TASK_SETS_KEPT:
-                    _DEFAULT_TASKS.popitem(last=False)
-            kept = list(rows)
+            kept = _keep(_DEFAULT_TASKS, id(source), source, load_tasks(source))
         with _DEFAULT_TASKS_LOCK:
             _VALIDATING.pop(id(source), None)
     return kept
 
 
-def _kept_default_tasks(source: list[Any]) -> list[dict[str, Any]] | None:
+def _kept(table: OrderedDict[Any, Any], key: Any, source: list[Any]) -> list[Any] | None:
+    """A new list of the rows ``table`` keeps for ``source`` under ``key``, if it keeps them."""
     with _DEFAULT_TASKS_LOCK:
-        kept = _DEFAULT_TASKS.get(id(source))
+        kept = table.get(key)
         if kept is not None and kept[0] is source and len(source) == len(kept[1]):
-            _DEFAULT_TASKS.move_to_end(id(source))
+            table.move_to_end(key)
             return list(kept[1])
     return None
+
+
+def _keep(table: OrderedDict[Any, Any], key: Any, source: list[Any], rows: list[Any]) -> list[Any]:
+    """Keep ``rows`` for ``source`` under ``key`` (the last few sets); a new list of them."""
+    with _DEFAULT_TASKS_LOCK:
+        table[key] = (source, rows)  # holding source keeps its id unique
+        while len(table) > _DEFAULT_TASK_SETS_KEPT:
+            table.popitem(last=False)
+    return list(rows)
 
 
 class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
@@ -318,20 +323,11 @@ class ToolEnv(gym.Env[list[Message], Any], abc.ABC):
     def _checked_default_tasks(self) -> list[Any]:
         source = self.default_tasks()
         key = self._check_key(source)
-        if key is not None:
-            with _DEFAULT_TASKS_LOCK:
-                kept = _CHECKED_TASKS.get(key)
-                if kept is not None and kept[0] is source and len(source) == len(kept[1]):
-                    _CHECKED_TASKS.move_to_end(key)
-                    return list(kept[1])
+        kept = None if key is None else _kept(_CHECKED_TASKS, key, source)
+        if kept is not None:
+            return kept
         tasks = self._checked(self._own_rows(_validated_default_tasks(source)))
-        if key is not None:
-            with _DEFAULT_TASKS_LOCK:
-                _CHECKED_TASKS[key] = (source, tasks)  # holding source keeps its id unique
-                while len(_CHECKED_TASKS) > _DEFAULT_TASK_SETS_KEPT:
-                    _CHECKED_TASKS.popitem(last=False)
-            tasks = list(tasks)
-        return tasks
+        return tasks if key is None else _keep(_CHECKED_TASKS, key, source, tasks)
 
     def _check_key(self, source: Any) -> tuple[Any, ...] | None:
         """What the checks of ``source``'s rows depend on, or None when that is not known: a

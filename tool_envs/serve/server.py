@@ -300,12 +300,15 @@ class SessionManager:
 
     def __init__(self, config: ServeConfig, shared: SharedSessions | None = None, worker: int = 0):
         self.config = config
-        self.inline = bool(config.inline_steps)
         self.sessions: dict[str, Session] = {}
         self.opened = 0
         self.threads = StepThreads(config.step_threads)
         self.shared, self.worker = shared, worker  # the count of all the server's workers
         self._lock = threading.Lock()
+
+    @property
+    def inline(self) -> bool:
+        return bool(self.config.inline_steps)
 
     @property
     def active(self) -> int:
@@ -536,7 +539,7 @@ def build_app(config: ServeConfig, manager: SessionManager | None = None) -> Any
         if (await receive())["type"] != "websocket.connect":
             return
         if not authorized(Headers(scope=scope)):
-            await send({"type": "websocket.close", "code": 1008, "reason": _BAD_TOKEN})
+            await send(_close_frame(1008, "missing or wrong bearer token"))
             return
         await send({"type": "websocket.accept"})
         try:
@@ -636,9 +639,6 @@ class _SessionsFirst:
             await self.sessions(scope, receive, send)
         else:
             await self.app(scope, receive, send)
-
-
-_BAD_TOKEN = "missing or wrong bearer token"
 
 
 def _text_frame(text: str) -> dict[str, Any]:
@@ -861,8 +861,7 @@ class EnvServer:
             self._socket.close()
             raise
         self.files.per_session = prepared.files
-        self.config = prepared.config
-        self.manager.inline = bool(prepared.config.inline_steps)
+        self.config = self.manager.config = prepared.config
         self._thread.start()
         deadline = time.monotonic() + 30
         while not self._server.started:

@@ -20,8 +20,10 @@ training is deterministic for one scikit-learn release. Scoring a message goes t
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -90,8 +92,8 @@ class TextFeatures:
     each vectorizer's part scaled to unit length, the parts side by side), for one message.
 
     scikit-learn's ``transform`` of a single message spent ~0.8 ms a vectorizer validating and
-    building sparse matrices, on every user turn of every tau episode (twice: the user reads
-    the agent's message, and so does its fault check); the same numbers cost ~0.1 ms here.
+    building sparse matrices, on every user turn of every tau episode; the same numbers cost
+    ~0.1 ms here.
     """
 
     analyzers: tuple[Any, ...]
@@ -120,11 +122,7 @@ class TextFeatures:
         for analyze, vocabulary, idf, offset in zip(
             self.analyzers, self.vocabularies, self.idfs, self.offsets, strict=True
         ):
-            counts: dict[int, int] = {}
-            for gram in analyze(message):
-                index = vocabulary.get(gram)
-                if index is not None:
-                    counts[index] = counts.get(index, 0) + 1
+            counts = Counter(vocabulary[gram] for gram in analyze(message) if gram in vocabulary)
             if not counts:
                 continue
             index = np.fromiter(counts, dtype=np.intp, count=len(counts))
@@ -234,7 +232,16 @@ def act_classifier() -> ActModel:
 
 def classify_act(message: str, model: Any = None) -> Act:
     """The act ``message`` asks of the user, by ``model`` (default: :func:`act_classifier`)."""
-    return (act_classifier() if model is None else model).predict([message])[0]
+    if model is None:
+        return _default_act(message)
+    return model.predict([message])[0]
+
+
+@functools.lru_cache(maxsize=256)
+def _default_act(message: str) -> Act:
+    """:func:`act_classifier`'s act, kept for the last messages: a turn reads the agent's
+    message twice, as the user and in the user's fault check."""
+    return act_classifier().predict([message])[0]
 
 
 def read_turn(
