@@ -7,8 +7,8 @@
 S sessions of Calculator-v0 are opened at once on a server that has just started (no warm-up
 episode from the client: the server's own start-up is what is measured), then each steps once a
 second for ``--seconds`` (three tool calls, an answer, a reset, and again), from one asyncio
-process (on uvloop, as the servers are) speaking the raw WebSocket protocol. Each arm is a fresh
-server:
+process (on uvloop, as the servers are, its collector off while it measures) speaking the raw
+WebSocket protocol. Each arm is a fresh server:
 
 - ``default``: ``tool-envs serve tool_envs/Calculator-v0 --max-sessions 20000`` as it is: a
   worker process per core, Calculator's steps on the event loop (its ``steps_wait`` is False);
@@ -64,7 +64,6 @@ from pathlib import Path
 from typing import Any
 
 from tool_envs.serve import EnvServerProcess
-from tool_envs.serve.server import GC_THRESHOLDS
 
 ROOT = Path(__file__).resolve().parents[1]
 CALCULATOR = "tool_envs/Calculator-v0"
@@ -208,11 +207,20 @@ async def play(url: str, sessions: int, seconds: float, pid: int) -> dict[str, A
 
 
 def run_arm(arm: str, sessions: int, seconds: float, openenv_python: Path) -> dict[str, Any]:
-    # The probe keeps its own collector out of the measurement, as the server does: thousands
-    # of sessions' objects made a full collection stall the client by 100+ ms.
+    # The probe keeps its own collector out of the measurement: with thousands of sessions, a
+    # collection stalled the client by 20-35 ms every ~5 s, and every reply it held back counted
+    # as the server's latency. What it leaves uncollected is bounded by one arm's run.
     gc.collect()
     gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
+    gc.disable()
+    try:
+        return _run_arm(arm, sessions, seconds, openenv_python)
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
+def _run_arm(arm: str, sessions: int, seconds: float, openenv_python: Path) -> dict[str, Any]:
     run = uvloop_run()
     if arm == OPENENV:
         with openenv_server(openenv_python) as (url, pid, log):
