@@ -69,7 +69,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CALCULATOR = "tool_envs/Calculator-v0"
 ANSWER_WITHIN = 30.0
 START_AFTER = 0.5  # seconds from the last session's reset to the first second of steps
-ROOMY = ("--max-sessions", "20000", "--max-handshakes", "20000")  # no server limit in the way
+ROOMY = ("--max-sessions", "20000")  # room for every session; the rest as the server starts
 ARMS: dict[str, tuple[str, ...]] = {
     "default": (),
     "default-fd1024": (),

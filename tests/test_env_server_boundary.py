@@ -123,8 +123,9 @@ def test_a_server_holds_a_bounded_number_of_unfinished_handshakes():
         session.reset(seed=0)
         silent = [socket.create_connection(("127.0.0.1", server.port), timeout=30)]
         silent.append(socket.create_connection(("127.0.0.1", server.port), timeout=30))
-        # Connections are accepted in order, so these two are held before the next arrives,
-        # which is answered 503 after its head, or (it sends nothing) after a second.
+        # Connections are accepted in order, so these two turn slow first; the next one, once
+        # slow too, finds two slow ones waiting: it is answered 503 after its head, or (it
+        # sends nothing) after another second.
         with socket.create_connection(("127.0.0.1", server.port), timeout=30) as refused:
             answer = b""
             while chunk := refused.recv(65536):
@@ -138,6 +139,28 @@ def test_a_server_holds_a_bounded_number_of_unfinished_handshakes():
         assert status == 200
         silent.pop().close()
         session.close()
+
+
+def test_a_burst_of_clients_past_the_bound_is_not_refused():
+    """The bound is on slow connections: 20 accepted before any sends its request (what a
+    burst of thousands looks like to a server, which accepts a whole listen queue before it
+    reads) are all answered, on a server that holds at most 2 slow ones."""
+    config = ServeConfig(CALCULATOR, max_handshakes=2)
+    with EnvServer(config) as server:
+        server.handshakes.slow_after = 60.0  # none turns slow however long this test takes
+        address = ("127.0.0.1", server.port)
+        burst = [socket.create_connection(address, timeout=30) for _ in range(20)]
+        assert wait_for(lambda: server.handshakes.pending == 20)  # all held, none refused
+        for sock in burst:
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        for sock in burst:
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+            sock.close()
+        assert server.handshakes.refused == 0
+        assert wait_for(lambda: server.handshakes.pending == 0)
 
 
 def test_an_http_connection_carries_one_request():

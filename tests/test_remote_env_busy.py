@@ -1,7 +1,8 @@
 """A server that answers the WebSocket handshake 503 is busy, not dead.
 
-A server refuses a connection with 503 when ``--max-handshakes`` connections are still sending
-their first request, or when its open-file limit has no room for one more. It is alive, and
+A server refuses a connection with 503 when ``--max-handshakes`` slow connections (still without
+their first request a second after they were accepted) are waiting, or when its open-file limit
+has no room for one more. It is alive, and
 holding sessions: ``RemoteEnv`` must send the session to another server or ask again after a
 pause, never mark the server dead (which would void episodes, ``void_cause="env_server"``).
 The refusals are proven by the servers' own counters and pool loads, not by timing; each wait
@@ -32,10 +33,10 @@ WAIT = 60.0
 
 
 def hold_the_handshake_slot(server: EnvServer) -> socket.socket:
-    """A connection that sends nothing: the one handshake slot of a ``max_handshakes=1``
-    server is taken until it closes."""
+    """A connection that sends nothing: once slow, it takes the one slot of a
+    ``max_handshakes=1`` server until it closes."""
     sock = socket.create_connection(("127.0.0.1", server.port))
-    assert wait_for(lambda: server.handshakes.pending == 1, WAIT)
+    assert wait_for(lambda: server.handshakes.slow == 1, WAIT)
     return sock
 
 

@@ -98,8 +98,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=int,
         default=256,
         metavar="N",
-        help="connections still sending their first request (no token checked yet) held at "
-        "once; the next is answered 503 (default 256)",
+        help="slow connections (no whole first request a second after they were accepted, "
+        "no token checked yet) held at once; while that many wait, the next is answered 503 "
+        "(default 256)",
     )
     ray = serve.add_argument_group(
         "on a Ray cluster (the ray extra)",

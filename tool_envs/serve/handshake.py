@@ -4,10 +4,15 @@ uvicorn times out an idle keep-alive connection, but a new connection that sends
 a request, stays open for as long as its client likes, each holding a file descriptor before the
 server has read a header, let alone checked a token. Here every connection must send its first
 request's head (request line and headers) within ``timeout`` seconds, and at most ``limit``
-connections may be waiting to do so: the next one is answered ``503`` (once its request head
-is read, so the client reads the answer) and closed. A WebSocket
-session or an HTTP request whose head has arrived is past this stage (the app checks its token
-at once), so long sessions are never cut.
+connections may be slow: still without their head a second after they were accepted. While
+``limit`` slow ones wait, a new connection is answered ``503`` (once its request head is read,
+so the client reads the answer) and closed, and so is one that turns slow. A burst of clients
+that send their heads at once is never refused for this, however many arrive together: the
+server accepts a whole listen queue before it reads any of them, so counting every connection
+not read yet refused thousands of fast clients (4,096 sessions opened at once held 256). Those
+in their first second are bounded by the open-file limit instead (:class:`.limits.OpenFiles`).
+A WebSocket session or an HTTP request whose head has arrived is past this stage (the app checks
+its token at once), so long sessions are never cut.
 
 This is the one place that touches uvicorn's protocol classes: :func:`guarded_protocol` wraps
 ``uvicorn.protocols.http.auto.AutoHTTPProtocol`` (httptools, or h11) and leaves parsing to it.
@@ -25,6 +30,7 @@ if TYPE_CHECKING:
     from tool_envs.serve.limits import OpenFiles
 
 _HEAD_END = b"\r\n\r\n"
+SLOW_AFTER = 1.0  # seconds without a request head after which a connection is slow
 _REFUSED_LINGER = 1.0  # seconds a refused connection may take to send its head before it closes
 _MAX_LINGERING = 16  # refused connections waiting for their head at once (each holds a file)
 
@@ -35,17 +41,22 @@ class HandshakeLimits:
 
     Attributes:
         timeout: Seconds a connection may take to send its first request head.
-        limit: Connections waiting for their head at once; more are refused.
-        pending: Connections waiting now.
+        limit: Slow connections (``slow_after`` seconds without their head) waiting at once;
+            while this many wait, new ones are refused, and so is one that turns slow.
+        slow_after: Seconds without a head after which a connection is slow.
+        pending: Connections waiting for their head now, slow or not.
+        slow: Those of ``pending`` that are slow.
         timed_out: Connections closed because their head did not come in time.
-        refused: Connections refused because ``limit`` were waiting.
+        refused: Connections refused because ``limit`` slow ones were waiting.
         lingering: Refused connections waiting for their head to be answered (at most
             ``_MAX_LINGERING``; past that a refusal is answered and closed at once).
     """
 
     timeout: float
     limit: int
+    slow_after: float = SLOW_AFTER
     pending: int = 0
+    slow: int = 0
     lingering: int = 0
     timed_out: int = 0
     refused: int = 0
@@ -53,7 +64,7 @@ class HandshakeLimits:
     def refusal(self) -> bytes:
         """The 503 a refused connection gets: what was full, and the flag that sets it."""
         text = (
-            f"{self.limit} connections are still sending their first request "
+            f"{self.limit} slow connections are still sending their first request "
             f"(--max-handshakes {self.limit}); try again, or raise --max-handshakes\n"
         ).encode()
         return (
@@ -73,9 +84,11 @@ def guarded_protocol(
     class GuardedHTTPProtocol(asyncio.Protocol):
         def __init__(self, *args: Any, **kwargs: Any):
             self._inner = AutoHTTPProtocol(*args, **kwargs)
+            self._inner_made = False  # uvicorn's protocol saw the connection: it must see the end
             self._transport: asyncio.Transport | None = None
             self._timer: asyncio.TimerHandle | None = None
             self._waiting = False
+            self._slow = False  # waiting past ``slow_after``, counted in ``limits.slow``
             self._refused = False
             self._answer = b""  # the 503 a refused connection gets after its head
             self._lingering = False  # refused, waiting for its head (counted in ``limits``)
@@ -86,14 +99,18 @@ def guarded_protocol(
             if files is not None and not files.admit():
                 self._refuse(files.refusal())
                 return
-            if limits.pending >= limits.limit:
+            if limits.slow >= limits.limit:
                 limits.refused += 1
                 self._refuse(limits.refusal())
                 return
             limits.pending += 1
             self._waiting = True
             loop = asyncio.get_running_loop()
-            self._timer = loop.call_later(limits.timeout, self._expire)
+            if limits.timeout > limits.slow_after:
+                self._timer = loop.call_later(limits.slow_after, self._turn_slow)
+            else:
+                self._timer = loop.call_later(limits.timeout, self._expire)
+            self._inner_made = True
             self._inner.connection_made(transport)
 
         def data_received(self, data: bytes) -> None:
@@ -122,7 +139,7 @@ def guarded_protocol(
         def connection_lost(self, exc: Exception | None) -> None:
             self._stop_lingering()
             self._passed()
-            if not self._refused:
+            if self._inner_made:
                 self._inner.connection_lost(exc)
 
         def pause_writing(self) -> None:
@@ -172,6 +189,26 @@ def guarded_protocol(
             if self._waiting:
                 self._waiting = False
                 limits.pending -= 1
+            if self._slow:
+                self._slow = False
+                limits.slow -= 1
+
+        def _turn_slow(self) -> None:
+            """``slow_after`` without a head: counted against ``limit``, or refused past it. (A
+            head sent at once has been read by now: the loop reads every ready socket at each
+            of its turns.)"""
+            self._timer = None
+            if not self._waiting or self._transport is None:
+                return
+            if limits.slow >= limits.limit:
+                self._passed()
+                limits.refused += 1
+                self._refuse(limits.refusal())
+                return
+            self._slow = True
+            limits.slow += 1
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(limits.timeout - limits.slow_after, self._expire)
 
         def _expire(self) -> None:
             self._timer = None

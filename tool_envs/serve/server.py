@@ -33,9 +33,10 @@ What keeps a server standing:
   every route but ``/health``; a token that does not match, whatever its bytes, is a 401
   (HTTP) or a 403 (the WebSocket handshake);
 * ``handshake_timeout`` and ``max_handshakes``: a connection must send its first request head
-  within ``handshake_timeout`` seconds, and at most ``max_handshakes`` may be waiting to
-  (more are answered 503), so silent or half-sent connections hold nothing for long, before
-  any token is checked (:mod:`.handshake`); every HTTP answer closes its connection.
+  within ``handshake_timeout`` seconds, and at most ``max_handshakes`` may still be without it
+  after a second (while that many wait, more are answered 503), so silent or half-sent
+  connections hold nothing for long, before any token is checked, and a burst of clients is
+  never refused for it (:mod:`.handshake`); every HTTP answer closes its connection.
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ class ServeConfig:
             :mod:`.workers`); ``max_sessions`` and ``max_handshakes`` are the whole server's.
         handshake_timeout: Seconds a new connection may take to send its first request head
             (an HTTP request, or the WebSocket upgrade); slower ones are closed.
-        max_handshakes: Connections still sending that head at once; the next gets a 503.
+        max_handshakes: Slow connections (still without that head a second after they were
+            accepted) held at once; while that many wait, the next gets a 503.
     """
 
     env_id: str
